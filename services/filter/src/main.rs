@@ -1,0 +1,15 @@
+//! `hindsight-filter`: the filter stage as its own process.
+
+use std::sync::Arc;
+
+use hindsight_filter::FilterStage;
+use hindsight_shared::service;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    service::main("filter", |ctx| {
+        let stage = Arc::new(FilterStage::new(ctx.store.clone()));
+        vec![service::stage(stage)]
+    })
+    .await
+}

@@ -1,0 +1,236 @@
+use std::collections::{HashMap, HashSet};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use chrono::Utc;
+use hindsight_shared::{
+    Delivery, Outcome, Stage, Topic,
+    store::{
+        Store,
+        turns::{ArchivedFate, TurnKey, TurnRow},
+    },
+    turn::{KeptTurn, Turn, parse_envelope},
+};
+
+use crate::rules::{self, Fate, Verdict};
+
+/// The filter stage over its archive.
+pub struct FilterStage {
+    store: Store,
+}
+
+impl FilterStage {
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+}
+
+/// What the stage decided for one delivery before touching the archive.
+enum Plan {
+    Invalid(String),
+    /// Seen before under another stream sequence: a second publish.
+    Duplicate(TurnKey),
+    /// Already archived by an earlier delivery of this very message.
+    Redelivered(Turn, ArchivedFate),
+    New(Turn),
+}
+
+fn kept(turn: Turn, verdict: &Verdict) -> KeptTurn {
+    let trust = turn.source.trust();
+    KeptTurn {
+        turn: Turn {
+            content: verdict.content.clone(),
+            ..turn
+        },
+        trust,
+        quarantine: verdict.quarantine,
+        flags: verdict.flags.clone(),
+    }
+}
+
+fn row(turn: &Turn, verdict: &Verdict, stream_seq: u64) -> TurnRow {
+    let (fate, reason) = match &verdict.fate {
+        Fate::Keep => ("kept", None),
+        Fate::Drop(reason) => ("dropped", Some(reason.clone())),
+    };
+    TurnRow {
+        tenant: turn.tenant.clone(),
+        turn_id: turn.turn_id.clone(),
+        user_id: turn.user_id.clone(),
+        session_id: turn.session_id.clone(),
+        agent_id: turn.agent_id.clone(),
+        speaker: turn.speaker.clone(),
+        role: turn.role.as_str().into(),
+        source: turn.source.as_str().into(),
+        trust: turn.source.trust().as_str().into(),
+        content: verdict.content.clone(),
+        metadata: serde_json::Value::Object(turn.metadata.clone()),
+        ts: turn.ts,
+        stream_seq: stream_seq as i64,
+        fate: fate.into(),
+        reason,
+        quarantine: verdict.quarantine,
+        flags: verdict.flags.clone(),
+    }
+}
+
+const DUPLICATE: &str = "duplicate: this turn was already archived (published again)";
+
+#[async_trait]
+impl Stage for FilterStage {
+    type Input = Bytes;
+    type Output = KeptTurn;
+
+    const NAME: &'static str = "filter";
+    const INPUT: Topic = Topic::Turns;
+    const OUTPUT: Option<Topic> = Some(Topic::Kept);
+
+    /// Raw bytes: validating the envelope is this stage's job, with reasons.
+    fn decode(&self, payload: &[u8]) -> Result<Bytes, String> {
+        Ok(Bytes::copy_from_slice(payload))
+    }
+
+    async fn handle(&self, batch: &[Delivery<Bytes>]) -> Vec<Outcome<KeptTurn>> {
+        let received_at = Utc::now();
+        let parsed: Vec<Result<Turn, String>> = batch
+            .iter()
+            .map(|d| {
+                // The publish time is the receive time of a turn that gives no `ts`,
+                // so a redelivery derives the same values.
+                let at = if d.published.timestamp() > 0 {
+                    d.published
+                } else {
+                    received_at
+                };
+                parse_envelope(&d.input, &d.tenant, at).map_err(|e| e.to_string())
+            })
+            .collect();
+        let keys: Vec<TurnKey> = parsed
+            .iter()
+            .filter_map(|p| p.as_ref().ok())
+            .map(|t| (t.tenant.clone(), t.turn_id.clone()))
+            .collect();
+        let archived = match self.store.archived_fates(&keys).await {
+            Ok(a) => a,
+            Err(e) => return retry_all(batch.len(), &e.to_string()),
+        };
+
+        let mut seen: HashSet<TurnKey> = HashSet::new();
+        let plans: Vec<Plan> = parsed
+            .into_iter()
+            .zip(batch)
+            .map(|(parsed, delivery)| {
+                let turn = match parsed {
+                    Ok(t) => t,
+                    Err(reason) => return Plan::Invalid(reason),
+                };
+                let key = (turn.tenant.clone(), turn.turn_id.clone());
+                if !seen.insert(key.clone()) {
+                    return Plan::Duplicate(key);
+                }
+                match archived.get(&key) {
+                    Some(fate)
+                        if fate.stream_seq as u64 == delivery.stream_seq || delivery.replayed =>
+                    {
+                        Plan::Redelivered(turn, fate.clone())
+                    }
+                    Some(_) => Plan::Duplicate(key),
+                    None => Plan::New(turn),
+                }
+            })
+            .collect();
+
+        // The previous turn of each speaker, then the batch in order on top of it.
+        let speakers: HashSet<(String, String, String)> = plans
+            .iter()
+            .filter_map(|p| match p {
+                Plan::New(t) => Some((t.tenant.clone(), t.session_id.clone(), t.speaker.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut previous = match self.store.previous_by_speaker(&speakers).await {
+            Ok(p) => p,
+            Err(e) => return retry_all(batch.len(), &e.to_string()),
+        };
+        let mut verdicts: HashMap<usize, Verdict> = HashMap::new();
+        let mut rows = Vec::new();
+        for (index, (plan, delivery)) in plans.iter().zip(batch).enumerate() {
+            let turn = match plan {
+                Plan::New(t) | Plan::Redelivered(t, _) => t,
+                _ => continue,
+            };
+            let speaker_key = (
+                turn.tenant.clone(),
+                turn.session_id.clone(),
+                turn.speaker.clone(),
+            );
+            let verdict = rules::judge(turn, previous.get(&speaker_key).map(String::as_str));
+            if let Plan::New(_) = plan {
+                rows.push(row(turn, &verdict, delivery.stream_seq));
+                previous.insert(speaker_key, verdict.content.clone());
+            }
+            verdicts.insert(index, verdict);
+        }
+        let inserted = match self.store.archive_turns(&rows).await {
+            Ok(i) => i,
+            Err(e) => return retry_all(batch.len(), &e.to_string()),
+        };
+
+        let mut duplicates = Vec::new();
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for (index, (plan, delivery)) in plans.into_iter().zip(batch).enumerate() {
+            let outcome = match plan {
+                Plan::Invalid(reason) => Outcome::Reject(format!("invalid turn: {reason}")),
+                Plan::Duplicate(key) => {
+                    duplicates.push((key, delivery.stream_seq as i64));
+                    Outcome::Drop(DUPLICATE.into())
+                }
+                Plan::New(turn) => {
+                    let key = (turn.tenant.clone(), turn.turn_id.clone());
+                    if !inserted.contains(&key) {
+                        // Another replica archived the same turn in the meantime.
+                        duplicates.push((key, delivery.stream_seq as i64));
+                        Outcome::Drop(DUPLICATE.into())
+                    } else {
+                        settle(turn, verdicts.get(&index), None)
+                    }
+                }
+                Plan::Redelivered(turn, fate) => settle(turn, verdicts.get(&index), Some(&fate)),
+            };
+            outcomes.push(outcome);
+        }
+        if let Err(e) = self.store.record_duplicates(&duplicates).await {
+            return retry_all(batch.len(), &e.to_string());
+        }
+        outcomes
+    }
+}
+
+/// The outcome of an archived turn. On a redelivery the archived fate rules,
+/// since the "previous turn" a repeat is judged against has changed since.
+fn settle(
+    turn: Turn,
+    verdict: Option<&Verdict>,
+    archived: Option<&ArchivedFate>,
+) -> Outcome<KeptTurn> {
+    let Some(verdict) = verdict else {
+        return Outcome::Retry("internal: no verdict for an archived turn".into());
+    };
+    match archived {
+        Some(fate) if fate.fate == "dropped" => {
+            Outcome::Drop(fate.reason.clone().unwrap_or_else(|| "dropped".into()))
+        }
+        Some(_) => Outcome::Emit(vec![kept(turn, verdict)]),
+        None => match &verdict.fate {
+            Fate::Keep => Outcome::Emit(vec![kept(turn, verdict)]),
+            Fate::Drop(reason) => Outcome::Drop(reason.clone()),
+        },
+    }
+}
+
+fn retry_all(count: usize, reason: &str) -> Vec<Outcome<KeptTurn>> {
+    tracing::warn!(%reason, "archive unavailable; the batch will be retried");
+    (0..count)
+        .map(|_| Outcome::Retry(format!("archive: {reason}")))
+        .collect()
+}

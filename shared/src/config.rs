@@ -1,0 +1,342 @@
+//! Configuration: one struct, read from environment variables with documented
+//! defaults. [`SETTINGS`] is the single source for the defaults, the parser and
+//! the reference printed by `hindsight config` (and copied into the README), so
+//! the three cannot drift apart.
+
+use std::{fmt, net::SocketAddr, path::PathBuf, time::Duration};
+
+use crate::{duration, namespace::Namespace};
+
+/// One documented environment variable.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    pub env: &'static str,
+    pub default: &'static str,
+    pub doc: &'static str,
+    pub secret: bool,
+}
+
+const fn setting(env: &'static str, default: &'static str, doc: &'static str) -> Setting {
+    Setting {
+        env,
+        default,
+        doc,
+        secret: false,
+    }
+}
+
+/// Every setting hindsight reads, in the order it is documented.
+pub const SETTINGS: &[Setting] = &[
+    setting(
+        "HINDSIGHT_NAMESPACE",
+        "hindsight",
+        "Prefix of every subject (`<ns>.turns.<tenant>`) and stream (`<NS>_TURNS`); lets deployments, tests and evaluations share one NATS server.",
+    ),
+    setting(
+        "HINDSIGHT_NATS_URL",
+        "nats://127.0.0.1:4222",
+        "NATS server with JetStream enabled.",
+    ),
+    Setting {
+        env: "HINDSIGHT_DATABASE_URL",
+        default: "postgres://postgres@127.0.0.1:5432/hindsight",
+        doc: "Postgres, the source of truth. The database is created if missing and migrated at start-up.",
+        secret: true,
+    },
+    setting(
+        "HINDSIGHT_DB_POOL",
+        "10",
+        "Connections in each process's Postgres pool.",
+    ),
+    setting(
+        "HINDSIGHT_HTTP_ADDR",
+        "127.0.0.1:8080",
+        "Address of the HTTP server (`/healthz`, `/readyz`, `/metrics`).",
+    ),
+    setting(
+        "HINDSIGHT_DATA_DIR",
+        "./data",
+        "Directory for local state (embedded index, exports).",
+    ),
+    setting(
+        "HINDSIGHT_BATCH_SIZE",
+        "256",
+        "Most messages a stage takes from its consumer in one batch.",
+    ),
+    setting(
+        "HINDSIGHT_LINGER",
+        "0ms",
+        "How long a stage waits for a batch to fill once its first message arrived (0ms: take what is ready).",
+    ),
+    setting(
+        "HINDSIGHT_ACK_WAIT",
+        "",
+        "How long JetStream waits for an ack before redelivering; empty: each consumer's `ack_wait` in `streams/`.",
+    ),
+    setting(
+        "HINDSIGHT_MAX_DELIVER",
+        "",
+        "Deliveries of one message before the runner moves it to the DLQ; empty: each consumer's `max_deliver` in `streams/`.",
+    ),
+    setting(
+        "HINDSIGHT_RETRY_INITIAL",
+        "1s",
+        "First delay before a transient failure is retried; doubles per delivery, with jitter.",
+    ),
+    setting(
+        "HINDSIGHT_RETRY_MAX",
+        "60s",
+        "Longest delay between retries of one message.",
+    ),
+    setting(
+        "HINDSIGHT_LOG",
+        "info",
+        "Log filter (tracing `EnvFilter` syntax, e.g. `info,hindsight_shared=debug`). Logs go to stderr.",
+    ),
+    setting(
+        "HINDSIGHT_LOG_FORMAT",
+        "text",
+        "`text` for people, `json` for log pipelines.",
+    ),
+];
+
+/// The documented default of a setting.
+pub fn default_of(env: &str) -> &'static str {
+    SETTINGS
+        .iter()
+        .find(|s| s.env == env)
+        .map(|s| s.default)
+        .unwrap_or_default()
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{env}={value:?}: {reason}")]
+pub struct ConfigError {
+    pub env: &'static str,
+    pub value: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The whole configuration of a hindsight process.
+#[derive(Clone)]
+pub struct Config {
+    pub namespace: Namespace,
+    pub nats_url: String,
+    pub database_url: String,
+    pub db_pool: u32,
+    pub http_addr: SocketAddr,
+    pub data_dir: PathBuf,
+    pub batch_size: usize,
+    pub linger: Duration,
+    pub ack_wait: Option<Duration>,
+    pub max_deliver: Option<i64>,
+    pub retry_initial: Duration,
+    pub retry_max: Duration,
+    pub log: String,
+    pub log_format: LogFormat,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|key| std::env::var(key).ok())
+    }
+
+    /// Reads settings through `lookup`, falling back to the documented defaults.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |env: &'static str| -> (&'static str, String) {
+            let value = lookup(env)
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or_else(|| default_of(env).to_string());
+            (env, value)
+        };
+        Ok(Self {
+            namespace: parse_with(get("HINDSIGHT_NAMESPACE"), |v| Namespace::new(v))?,
+            nats_url: get("HINDSIGHT_NATS_URL").1,
+            database_url: get("HINDSIGHT_DATABASE_URL").1,
+            db_pool: parse_with(get("HINDSIGHT_DB_POOL"), positive)?,
+            http_addr: parse_with(get("HINDSIGHT_HTTP_ADDR"), |v| {
+                v.parse::<SocketAddr>().map_err(|e| e.to_string())
+            })?,
+            data_dir: PathBuf::from(get("HINDSIGHT_DATA_DIR").1),
+            batch_size: parse_with(get("HINDSIGHT_BATCH_SIZE"), positive)?,
+            linger: parse_with(get("HINDSIGHT_LINGER"), duration::parse)?,
+            ack_wait: parse_with(get("HINDSIGHT_ACK_WAIT"), |v| {
+                optional(v, |v| {
+                    duration::parse(v).and_then(|d| {
+                        if d >= Duration::from_secs(1) {
+                            Ok(d)
+                        } else {
+                            Err("must be at least 1s".into())
+                        }
+                    })
+                })
+            })?,
+            max_deliver: parse_with(get("HINDSIGHT_MAX_DELIVER"), |v| optional(v, positive))?,
+            retry_initial: parse_with(get("HINDSIGHT_RETRY_INITIAL"), duration::parse)?,
+            retry_max: parse_with(get("HINDSIGHT_RETRY_MAX"), duration::parse)?,
+            log: get("HINDSIGHT_LOG").1,
+            log_format: parse_with(get("HINDSIGHT_LOG_FORMAT"), |v| match v {
+                "text" => Ok(LogFormat::Text),
+                "json" => Ok(LogFormat::Json),
+                _ => Err("expected `text` or `json`".into()),
+            })?,
+        })
+    }
+
+    /// The settings as `(env, value)` pairs with secrets masked, for the start-up log.
+    pub fn masked(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("HINDSIGHT_NAMESPACE", self.namespace.to_string()),
+            ("HINDSIGHT_NATS_URL", mask_url(&self.nats_url)),
+            ("HINDSIGHT_DATABASE_URL", mask_url(&self.database_url)),
+            ("HINDSIGHT_DB_POOL", self.db_pool.to_string()),
+            ("HINDSIGHT_HTTP_ADDR", self.http_addr.to_string()),
+            ("HINDSIGHT_DATA_DIR", self.data_dir.display().to_string()),
+            ("HINDSIGHT_BATCH_SIZE", self.batch_size.to_string()),
+            ("HINDSIGHT_LINGER", format!("{}ms", self.linger.as_millis())),
+            (
+                "HINDSIGHT_ACK_WAIT",
+                self.ack_wait
+                    .map(|d| format!("{}ms", d.as_millis()))
+                    .unwrap_or_default(),
+            ),
+            (
+                "HINDSIGHT_MAX_DELIVER",
+                self.max_deliver.map(|n| n.to_string()).unwrap_or_default(),
+            ),
+            (
+                "HINDSIGHT_RETRY_INITIAL",
+                format!("{}ms", self.retry_initial.as_millis()),
+            ),
+            (
+                "HINDSIGHT_RETRY_MAX",
+                format!("{}ms", self.retry_max.as_millis()),
+            ),
+            ("HINDSIGHT_LOG", self.log.clone()),
+            (
+                "HINDSIGHT_LOG_FORMAT",
+                format!("{:?}", self.log_format).to_lowercase(),
+            ),
+        ]
+    }
+
+    /// Logs the configuration once at start-up, secrets masked.
+    pub fn log_startup(&self, process: &str) {
+        let settings = self
+            .masked()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        tracing::info!(process, %settings, "configuration");
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut map = f.debug_map();
+        for (k, v) in self.masked() {
+            map.entry(&k, &v);
+        }
+        map.finish()
+    }
+}
+
+fn parse_with<T>(
+    (env, value): (&'static str, String),
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<T, ConfigError> {
+    parse(value.trim()).map_err(|reason| ConfigError { env, value, reason })
+}
+
+fn optional<T>(
+    v: &str,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
+    if v.is_empty() {
+        Ok(None)
+    } else {
+        parse(v).map(Some)
+    }
+}
+
+fn positive<T: std::str::FromStr + PartialOrd + Default>(v: &str) -> Result<T, String> {
+    match v.parse::<T>() {
+        Ok(n) if n > T::default() => Ok(n),
+        _ => Err("expected a whole number greater than zero".into()),
+    }
+}
+
+/// Hides the password of a URL such as `postgres://user:secret@host/db`.
+pub fn mask_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end + 3..];
+    let Some(at) = rest.find('@') else {
+        return url.to_string();
+    };
+    let userinfo = &rest[..at];
+    match userinfo.find(':') {
+        Some(colon) => format!(
+            "{}{}:***{}",
+            &url[..scheme_end + 3],
+            &userinfo[..colon],
+            &rest[at..]
+        ),
+        None => url.to_string(),
+    }
+}
+
+/// The configuration reference as a Markdown table (`hindsight config`).
+pub fn reference_markdown() -> String {
+    let mut out = String::from("| variable | default | meaning |\n| --- | --- | --- |\n");
+    for s in SETTINGS {
+        out.push_str(&format!("| `{}` | `{}` | {} |\n", s.env, s.default, s.doc));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse() {
+        let config = Config::from_lookup(|_| None).expect("defaults are valid");
+        assert_eq!(config.namespace.as_str(), "hindsight");
+        assert_eq!(config.batch_size, 256);
+        assert_eq!(config.ack_wait, None);
+    }
+
+    #[test]
+    fn a_bad_value_names_the_variable() {
+        let err = Config::from_lookup(|k| (k == "HINDSIGHT_BATCH_SIZE").then(|| "zero".into()))
+            .expect_err("must fail");
+        assert!(err.to_string().contains("HINDSIGHT_BATCH_SIZE"), "{err}");
+    }
+
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(
+            mask_url("postgres://me:hunter2@db:5432/x"),
+            "postgres://me:***@db:5432/x"
+        );
+        assert_eq!(mask_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+    }
+
+    #[test]
+    fn every_setting_is_printed() {
+        let config = Config::from_lookup(|_| None).expect("defaults are valid");
+        let printed: Vec<_> = config.masked().into_iter().map(|(k, _)| k).collect();
+        let documented: Vec<_> = SETTINGS.iter().map(|s| s.env).collect();
+        assert_eq!(printed, documented);
+    }
+}

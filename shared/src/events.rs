@@ -1,0 +1,182 @@
+//! What can happen in hindsight, one type per event. Emitting an event records
+//! its log line and its metric together, so every metric has one name and one
+//! label set wherever it is recorded, and the dashboards can be written from
+//! this file alone.
+
+use std::time::Duration;
+
+use metrics::{counter, describe_counter, describe_histogram, histogram};
+
+/// The reason code of a free-text reason: the part before the first ':'
+/// (`"repeat: same as turn t-9"` → `repeat`). Metric labels take the code only,
+/// so their number stays bounded.
+pub fn reason_code(reason: &str) -> &str {
+    reason.split(':').next().unwrap_or(reason).trim()
+}
+
+/// Registers help texts; called once when the recorder is installed.
+pub fn describe() {
+    describe_counter!(
+        "hindsight_stage_received_total",
+        "Messages a stage received, by stage and tenant."
+    );
+    describe_counter!(
+        "hindsight_stage_emitted_total",
+        "Messages a stage published to its output, by stage and tenant."
+    );
+    describe_counter!(
+        "hindsight_stage_dropped_total",
+        "Inputs a stage dropped on purpose, by stage, tenant and reason."
+    );
+    describe_counter!(
+        "hindsight_stage_rejected_total",
+        "Inputs a stage moved to the DLQ, by stage, tenant and reason."
+    );
+    describe_counter!(
+        "hindsight_stage_retried_total",
+        "Inputs a stage will retry after a transient failure, by stage and tenant."
+    );
+    describe_histogram!(
+        "hindsight_stage_handle_seconds",
+        metrics::Unit::Seconds,
+        "Time a stage spent on one batch, publishing and acking included."
+    );
+    describe_histogram!(
+        "hindsight_stage_batch_size",
+        metrics::Unit::Count,
+        "Messages per batch handed to a stage."
+    );
+}
+
+/// A message arrived at a stage.
+pub struct Received<'a> {
+    pub stage: &'static str,
+    pub tenant: &'a str,
+}
+
+impl Received<'_> {
+    pub fn emit(self) {
+        counter!("hindsight_stage_received_total", "stage" => self.stage, "tenant" => self.tenant.to_string()).increment(1);
+    }
+}
+
+/// A stage published outputs for one input.
+pub struct Emitted<'a> {
+    pub stage: &'static str,
+    pub tenant: &'a str,
+    pub count: usize,
+}
+
+impl Emitted<'_> {
+    pub fn emit(self) {
+        counter!("hindsight_stage_emitted_total", "stage" => self.stage, "tenant" => self.tenant.to_string())
+            .increment(self.count as u64);
+    }
+}
+
+/// A stage dropped an input on purpose (noise, duplicate).
+pub struct Dropped<'a> {
+    pub stage: &'static str,
+    pub tenant: &'a str,
+    pub reason: &'a str,
+}
+
+impl Dropped<'_> {
+    pub fn emit(self) {
+        tracing::debug!(
+            stage = self.stage,
+            tenant = self.tenant,
+            reason = self.reason,
+            "dropped"
+        );
+        counter!(
+            "hindsight_stage_dropped_total",
+            "stage" => self.stage,
+            "tenant" => self.tenant.to_string(),
+            "reason" => reason_code(self.reason).to_string()
+        )
+        .increment(1);
+    }
+}
+
+/// A stage moved an input to the DLQ.
+pub struct Rejected<'a> {
+    pub stage: &'static str,
+    pub tenant: &'a str,
+    pub reason: &'a str,
+    pub deliveries: u64,
+    pub stream_seq: u64,
+}
+
+impl Rejected<'_> {
+    pub fn emit(self) {
+        tracing::warn!(
+            stage = self.stage,
+            tenant = self.tenant,
+            reason = self.reason,
+            deliveries = self.deliveries,
+            stream_seq = self.stream_seq,
+            "moved to the DLQ"
+        );
+        counter!(
+            "hindsight_stage_rejected_total",
+            "stage" => self.stage,
+            "tenant" => self.tenant.to_string()
+        )
+        .increment(1);
+    }
+}
+
+/// A stage will see an input again after a delay.
+pub struct Retried<'a> {
+    pub stage: &'static str,
+    pub tenant: &'a str,
+    pub reason: &'a str,
+    pub delay: Duration,
+    pub deliveries: u64,
+}
+
+impl Retried<'_> {
+    pub fn emit(self) {
+        tracing::info!(
+            stage = self.stage,
+            tenant = self.tenant,
+            reason = self.reason,
+            delay_ms = self.delay.as_millis() as u64,
+            deliveries = self.deliveries,
+            "will retry"
+        );
+        counter!("hindsight_stage_retried_total", "stage" => self.stage, "tenant" => self.tenant.to_string())
+            .increment(1);
+    }
+}
+
+/// A stage finished one batch.
+pub struct BatchHandled {
+    pub stage: &'static str,
+    pub size: usize,
+    pub elapsed: Duration,
+}
+
+impl BatchHandled {
+    pub fn emit(self) {
+        tracing::trace!(
+            stage = self.stage,
+            size = self.size,
+            elapsed_ms = self.elapsed.as_millis() as u64,
+            "batch handled"
+        );
+        histogram!("hindsight_stage_handle_seconds", "stage" => self.stage)
+            .record(self.elapsed.as_secs_f64());
+        histogram!("hindsight_stage_batch_size", "stage" => self.stage).record(self.size as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reason_codes_are_the_part_before_the_colon() {
+        assert_eq!(super::reason_code("repeat: same as before"), "repeat");
+        assert_eq!(super::reason_code("pleasantry"), "pleasantry");
+    }
+}

@@ -1,0 +1,430 @@
+//! The generic stage runner: everything about transport, once, for every stage.
+//!
+//! It pulls batches from the stage's durable consumer, decodes them, calls
+//! [`Stage::handle`], publishes the outputs and acks each input only after
+//! JetStream stored every output of it. Transient failures are nak'ed with an
+//! exponential delay; an input that still fails on its last allowed delivery,
+//! or that can never succeed, is copied to the DLQ and only then acked. When the
+//! shutdown token fires it stops pulling, finishes the batch it holds, and returns.
+
+use std::{sync::Arc, time::Duration};
+
+use async_nats::jetstream::{self, AckKind, consumer::PullConsumer};
+use futures::{FutureExt, StreamExt, future::join_all};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    bus::Bus,
+    config::Config,
+    dlq::{self, DeadLetter},
+    events,
+    namespace::Namespace,
+    retry,
+    stage::{Delivery, Message, Outcome, Stage},
+    streams::Topology,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error("no consumer named {0:?} in streams/: add it to the stream files")]
+    NoConsumer(&'static str),
+    #[error("{0}")]
+    Streams(#[from] crate::streams::StreamsError),
+    #[error("consumer {consumer} on stream {stream}: {reason} (run `hindsight streams apply`)")]
+    Consumer {
+        stream: String,
+        consumer: &'static str,
+        reason: String,
+    },
+}
+
+/// How a runner paces itself.
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    pub batch_size: usize,
+    pub linger: Duration,
+    pub max_deliver: u64,
+    pub retry_initial: Duration,
+    pub retry_max: Duration,
+}
+
+/// One pulled message, with what the runner needs to settle it.
+struct Pulled {
+    msg: jetstream::Message,
+    tenant: String,
+    stream_seq: u64,
+    delivered: u64,
+}
+
+/// Runs a stage until `shutdown` fires. `ready` is cancelled once the stage is consuming.
+pub async fn run<S: Stage>(
+    stage: Arc<S>,
+    bus: &Bus,
+    config: &Config,
+    shutdown: CancellationToken,
+    ready: CancellationToken,
+) -> Result<(), RunnerError> {
+    let topology = Topology::load()?;
+    let (stream_spec, consumer_spec) = topology
+        .consumer(S::NAME)
+        .ok_or(RunnerError::NoConsumer(S::NAME))?;
+    let stream_name = config.namespace.stream_name(&stream_spec.name);
+    let consumer_err = |reason: String| RunnerError::Consumer {
+        stream: stream_name.clone(),
+        consumer: S::NAME,
+        reason,
+    };
+    let consumer: PullConsumer = bus
+        .js
+        .get_stream(&stream_name)
+        .await
+        .map_err(|e| consumer_err(e.to_string()))?
+        .get_consumer(S::NAME)
+        .await
+        .map_err(|e| consumer_err(e.to_string()))?;
+    let options = RunnerOptions {
+        batch_size: config.batch_size,
+        linger: config.linger,
+        max_deliver: config
+            .max_deliver
+            .unwrap_or(consumer_spec.max_deliver)
+            .max(1) as u64,
+        retry_initial: config.retry_initial,
+        retry_max: config.retry_max,
+    };
+    let runner = Runner {
+        stage,
+        js: bus.js.clone(),
+        ns: config.namespace.clone(),
+        options,
+    };
+    tracing::info!(stage = S::NAME, stream = %stream_name, "stage consuming");
+    runner.consume(consumer, shutdown, ready).await;
+    tracing::info!(stage = S::NAME, "stage stopped");
+    Ok(())
+}
+
+struct Runner<S: Stage> {
+    stage: Arc<S>,
+    js: jetstream::Context,
+    ns: Namespace,
+    options: RunnerOptions,
+}
+
+impl<S: Stage> Runner<S> {
+    async fn consume(
+        &self,
+        consumer: PullConsumer,
+        shutdown: CancellationToken,
+        ready: CancellationToken,
+    ) {
+        'reconnect: while !shutdown.is_cancelled() {
+            let mut messages = match consumer
+                .stream()
+                .max_messages_per_batch(self.options.batch_size)
+                .heartbeat(Duration::from_secs(5))
+                .expires(Duration::from_secs(30))
+                .messages()
+                .await
+            {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(stage = S::NAME, error = %e, "cannot pull; retrying in 1s");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    }
+                }
+            };
+            ready.cancel();
+            loop {
+                let first = tokio::select! {
+                    biased;
+                    _ = shutdown.cancelled() => break 'reconnect,
+                    next = messages.next() => next,
+                };
+                let mut batch = match first {
+                    Some(Ok(msg)) => vec![msg],
+                    Some(Err(e)) => {
+                        tracing::warn!(stage = S::NAME, error = %e, "pull interrupted");
+                        continue;
+                    }
+                    None => continue 'reconnect,
+                };
+                let deadline = Instant::now() + self.options.linger;
+                while batch.len() < self.options.batch_size {
+                    let next = if self.options.linger.is_zero() {
+                        messages.next().now_or_never().flatten()
+                    } else {
+                        tokio::time::timeout_at(deadline, messages.next())
+                            .await
+                            .ok()
+                            .flatten()
+                    };
+                    match next {
+                        Some(Ok(msg)) => batch.push(msg),
+                        Some(Err(e)) => {
+                            tracing::warn!(stage = S::NAME, error = %e, "pull interrupted");
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+                // Not raced against shutdown: a batch once taken is finished.
+                self.process(batch).await;
+            }
+        }
+    }
+
+    async fn process(&self, batch: Vec<jetstream::Message>) {
+        let started = std::time::Instant::now();
+        let size = batch.len();
+        let mut inputs = Vec::with_capacity(size);
+        let mut deliveries = Vec::with_capacity(size);
+        for msg in batch {
+            let (stream_seq, delivered, published) = match msg.info() {
+                Ok(info) => (
+                    info.stream_sequence,
+                    info.delivered.max(1) as u64,
+                    chrono::DateTime::from_timestamp_nanos(
+                        info.published.unix_timestamp_nanos() as i64
+                    ),
+                ),
+                Err(e) => {
+                    tracing::warn!(stage = S::NAME, error = %e, subject = %msg.subject, "not a JetStream message; ignored");
+                    continue;
+                }
+            };
+            let tenant = self
+                .ns
+                .tenant_of(msg.subject.as_str())
+                .unwrap_or("unknown")
+                .to_string();
+            events::Received {
+                stage: S::NAME,
+                tenant: &tenant,
+            }
+            .emit();
+            let pulled = Pulled {
+                msg,
+                tenant,
+                stream_seq,
+                delivered,
+            };
+            if delivered > self.options.max_deliver {
+                let reason = format!(
+                    "delivered {delivered} times without being settled (the stage crashed or timed out while handling it)"
+                );
+                self.dead_letter(&pulled, &reason).await;
+                continue;
+            }
+            match self.stage.decode(&pulled.msg.payload) {
+                Ok(input) => {
+                    let replayed = pulled
+                        .msg
+                        .headers
+                        .as_ref()
+                        .is_some_and(|h| h.get(dlq::HEADER_REPLAY).is_some());
+                    deliveries.push(Delivery {
+                        input,
+                        tenant: pulled.tenant.clone(),
+                        stream_seq,
+                        delivered,
+                        replayed,
+                        published,
+                    });
+                    inputs.push(pulled);
+                }
+                Err(reason) => {
+                    self.dead_letter(&pulled, &format!("undecodable: {reason}"))
+                        .await
+                }
+            }
+        }
+        if !deliveries.is_empty() {
+            let outcomes = self.handle(deliveries).await;
+            self.settle(inputs, outcomes).await;
+        }
+        events::BatchHandled {
+            stage: S::NAME,
+            size,
+            elapsed: started.elapsed(),
+        }
+        .emit();
+    }
+
+    /// Calls the stage in its own task so that a panic costs one retry of the
+    /// batch, not the process.
+    async fn handle(&self, deliveries: Vec<Delivery<S::Input>>) -> Vec<Outcome<S::Output>> {
+        let count = deliveries.len();
+        let stage = self.stage.clone();
+        let outcomes = tokio::spawn(async move { stage.handle(&deliveries).await }).await;
+        match outcomes {
+            Ok(outcomes) if outcomes.len() == count => outcomes,
+            Ok(outcomes) => {
+                let reason = format!(
+                    "stage returned {} outcomes for {count} inputs",
+                    outcomes.len()
+                );
+                tracing::error!(stage = S::NAME, %reason, "stage broke its contract");
+                retry_all(&reason, count)
+            }
+            Err(e) => {
+                let reason = format!("stage failed: {e}");
+                tracing::error!(stage = S::NAME, %reason, "stage panicked");
+                retry_all(&reason, count)
+            }
+        }
+    }
+
+    async fn settle(&self, inputs: Vec<Pulled>, outcomes: Vec<Outcome<S::Output>>) {
+        // Publish every output of the batch at once, then wait for all acks.
+        let mut pending = Vec::new();
+        let mut owners = Vec::new();
+        for (index, outcome) in outcomes.iter().enumerate() {
+            if let Outcome::Emit(outputs) = outcome {
+                for output in outputs {
+                    owners.push(index);
+                    pending.push(self.publish_output(output));
+                }
+            }
+        }
+        let mut failed: Vec<Option<String>> = vec![None; inputs.len()];
+        for (index, result) in owners.into_iter().zip(join_all(pending).await) {
+            if let Err(reason) = result {
+                failed[index].get_or_insert(reason);
+            }
+        }
+
+        for ((input, outcome), publish_failure) in inputs.iter().zip(outcomes).zip(failed) {
+            let tenant = input.tenant.as_str();
+            match (outcome, publish_failure) {
+                (Outcome::Emit(_), Some(reason)) => {
+                    self.retry(input, &format!("publishing output: {reason}"))
+                        .await
+                }
+                (Outcome::Emit(outputs), None) => {
+                    events::Emitted {
+                        stage: S::NAME,
+                        tenant,
+                        count: outputs.len(),
+                    }
+                    .emit();
+                    ack(input).await;
+                }
+                (Outcome::Drop(reason), _) => {
+                    events::Dropped {
+                        stage: S::NAME,
+                        tenant,
+                        reason: &reason,
+                    }
+                    .emit();
+                    ack(input).await;
+                }
+                (Outcome::Retry(reason), _) => self.retry(input, &reason).await,
+                (Outcome::Reject(reason), _) => self.dead_letter(input, &reason).await,
+            }
+        }
+    }
+
+    async fn publish_output(&self, output: &S::Output) -> Result<(), String> {
+        let Some(topic) = S::OUTPUT else {
+            return Err(format!("stage {} has no output topic", S::NAME));
+        };
+        let payload = serde_json::to_vec(output).map_err(|e| e.to_string())?;
+        let msg = jetstream::message::PublishMessage::build()
+            .payload(payload.into())
+            .message_id(output.msg_id());
+        let subject = self.ns.subject(topic, output.tenant());
+        self.js
+            .send_publish(subject, msg)
+            .await
+            .map_err(|e| e.to_string())?
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    async fn retry(&self, input: &Pulled, reason: &str) {
+        if input.delivered >= self.options.max_deliver {
+            let reason = format!("gave up after {} deliveries: {reason}", input.delivered);
+            self.dead_letter(input, &reason).await;
+            return;
+        }
+        let delay = retry::redelivery_delay(
+            self.options.retry_initial,
+            self.options.retry_max,
+            input.delivered,
+        );
+        events::Retried {
+            stage: S::NAME,
+            tenant: &input.tenant,
+            reason,
+            delay,
+            deliveries: input.delivered,
+        }
+        .emit();
+        if let Err(e) = input.msg.ack_with(AckKind::Nak(Some(delay))).await {
+            tracing::warn!(stage = S::NAME, error = %e, "nak failed; JetStream redelivers after ack_wait");
+        }
+    }
+
+    /// Copies the input to the DLQ, then acks it. If the DLQ cannot be written
+    /// the input is nak'ed instead: it is never acked without a trace.
+    async fn dead_letter(&self, input: &Pulled, reason: &str) {
+        let original_msg_id = input
+            .msg
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Nats-Msg-Id"))
+            .map(|v| v.as_str().to_string());
+        let letter = DeadLetter {
+            stage: S::NAME,
+            tenant: &input.tenant,
+            reason,
+            deliveries: input.delivered,
+            original_subject: input.msg.subject.as_str(),
+            stream_seq: input.stream_seq,
+            original_msg_id: original_msg_id.as_deref(),
+            payload: input.msg.payload.clone(),
+        };
+        match dlq::publish(&self.js, &self.ns, letter).await {
+            Ok(()) => {
+                events::Rejected {
+                    stage: S::NAME,
+                    tenant: &input.tenant,
+                    reason,
+                    deliveries: input.delivered,
+                    stream_seq: input.stream_seq,
+                }
+                .emit();
+                ack(input).await;
+            }
+            Err(e) => {
+                tracing::error!(stage = S::NAME, error = %e, "cannot write the DLQ; will retry the input");
+                let delay = retry::redelivery_delay(
+                    self.options.retry_initial,
+                    self.options.retry_max,
+                    input.delivered,
+                );
+                if let Err(e) = input.msg.ack_with(AckKind::Nak(Some(delay))).await {
+                    tracing::warn!(stage = S::NAME, error = %e, "nak failed; JetStream redelivers after ack_wait");
+                }
+            }
+        }
+    }
+}
+
+fn retry_all<O>(reason: &str, count: usize) -> Vec<Outcome<O>> {
+    (0..count)
+        .map(|_| Outcome::Retry(reason.to_string()))
+        .collect()
+}
+
+async fn ack(input: &Pulled) {
+    if let Err(e) = input.msg.ack().await {
+        // The effect is idempotent: a lost ack means one harmless redelivery.
+        tracing::warn!(error = %e, stream_seq = input.stream_seq, "ack failed");
+    }
+}

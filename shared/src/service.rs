@@ -1,0 +1,156 @@
+//! Booting a hindsight process: configuration, logs, NATS, streams, Postgres,
+//! the operator HTTP server, and the stages it runs — the same path for a
+//! single-stage service and for `hindsight up`.
+
+use std::{future::Future, net::SocketAddr, pin::Pin, sync::Arc};
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    bus::{Bus, BusError},
+    config::Config,
+    ops_http::{self, Readiness},
+    runner::{self, RunnerError},
+    shutdown,
+    stage::Stage,
+    store::{Store, StoreError},
+    streams::{self, StreamsError},
+    telemetry,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Bus(#[from] BusError),
+    #[error(transparent)]
+    Streams(#[from] StreamsError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot serve HTTP on {addr}: {reason}")]
+    Http { addr: SocketAddr, reason: String },
+    #[error("stage {stage}: {source}")]
+    Stage {
+        stage: &'static str,
+        source: RunnerError,
+    },
+}
+
+/// What every stage of a process shares.
+#[derive(Clone)]
+pub struct Context {
+    pub config: Config,
+    pub bus: Bus,
+    pub store: Store,
+}
+
+impl Context {
+    /// Connects to NATS and Postgres, applies the stream files and the migrations.
+    pub async fn boot(config: Config) -> Result<Self, ServiceError> {
+        let bus = Bus::connect(&config).await?;
+        streams::apply(&bus.js, &config).await?;
+        let store = Store::connect(&config).await?;
+        Ok(Self { config, bus, store })
+    }
+}
+
+type StageFuture = Pin<Box<dyn Future<Output = Result<(), ServiceError>> + Send>>;
+
+/// A stage ready to be started by [`start`].
+pub struct StageTask {
+    pub name: &'static str,
+    run: Box<dyn FnOnce(Context, CancellationToken, CancellationToken) -> StageFuture + Send>,
+}
+
+/// Wraps a stage so that [`start`] can run it next to others.
+pub fn stage<S: Stage>(stage: Arc<S>) -> StageTask {
+    StageTask {
+        name: S::NAME,
+        run: Box::new(move |ctx, shutdown, ready| {
+            Box::pin(async move {
+                runner::run(stage, &ctx.bus, &ctx.config, shutdown, ready)
+                    .await
+                    .map_err(|source| ServiceError::Stage {
+                        stage: S::NAME,
+                        source,
+                    })
+            })
+        }),
+    }
+}
+
+/// A process with its stages and its HTTP server running.
+pub struct Running {
+    pub http_addr: SocketAddr,
+    pub readiness: Readiness,
+    pub shutdown: CancellationToken,
+    tasks: JoinSet<Result<(), ServiceError>>,
+}
+
+impl Running {
+    /// Waits for every stage to stop (after `shutdown` fires, or on a fatal
+    /// error, which stops the others too).
+    pub async fn wait(mut self) -> Result<(), ServiceError> {
+        let mut first_error = None;
+        while let Some(joined) = self.tasks.join_next().await {
+            let result = match joined {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(error = %e, "a stage task failed");
+                    Ok(())
+                }
+            };
+            if let Err(e) = result {
+                tracing::error!(error = %e, "stage stopped with an error; stopping the process");
+                self.shutdown.cancel();
+                first_error.get_or_insert(e);
+            }
+        }
+        self.shutdown.cancel();
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Starts the stages and the operator HTTP server.
+pub async fn start(
+    ctx: &Context,
+    stages: Vec<StageTask>,
+    shutdown: CancellationToken,
+) -> Result<Running, ServiceError> {
+    let mut readiness = Readiness::default();
+    let mut tasks = JoinSet::new();
+    for task in stages {
+        let ready = readiness.stage(task.name);
+        tasks.spawn((task.run)(ctx.clone(), shutdown.clone(), ready));
+    }
+    let addr = ctx.config.http_addr;
+    let http_addr = ops_http::serve(addr, ops_http::router(readiness.clone()), shutdown.clone())
+        .await
+        .map_err(|e| ServiceError::Http {
+            addr,
+            reason: e.to_string(),
+        })?;
+    Ok(Running {
+        http_addr,
+        readiness,
+        shutdown,
+        tasks,
+    })
+}
+
+/// The whole `main` of a single-stage service binary.
+pub async fn main(
+    process: &'static str,
+    build: impl FnOnce(&Context) -> Vec<StageTask>,
+) -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    telemetry::init_logs(&config);
+    let _ = telemetry::prometheus();
+    config.log_startup(process);
+    let ctx = Context::boot(config).await?;
+    let stages = build(&ctx);
+    let running = start(&ctx, stages, shutdown::on_signal()).await?;
+    tracing::info!(process, http = %running.http_addr, "started");
+    running.wait().await?;
+    Ok(())
+}

@@ -1,0 +1,7 @@
+//! Postgres, the source of truth: connection, creation, migrations, and one
+//! module per table family.
+
+mod db;
+pub mod turns;
+
+pub use db::{Store, StoreError};

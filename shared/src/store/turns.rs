@@ -1,0 +1,184 @@
+//! The `turns` archive: every valid raw turn with its fate. All calls take a
+//! whole batch, so a stage batch costs a fixed number of round trips.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::{Store, StoreError};
+
+/// Separates flags inside one array element on the way into `UNNEST`
+/// (Postgres arrays of arrays must be rectangular).
+const FLAG_SEPARATOR: char = '\u{1f}';
+
+/// A turn as it is archived.
+#[derive(Debug, Clone)]
+pub struct TurnRow {
+    pub tenant: String,
+    pub turn_id: String,
+    pub user_id: String,
+    pub session_id: String,
+    pub agent_id: Option<String>,
+    pub speaker: String,
+    pub role: String,
+    pub source: String,
+    pub trust: String,
+    pub content: String,
+    pub metadata: Value,
+    pub ts: DateTime<Utc>,
+    pub stream_seq: i64,
+    /// `kept` or `dropped`.
+    pub fate: String,
+    pub reason: Option<String>,
+    pub quarantine: bool,
+    pub flags: Vec<String>,
+}
+
+/// What the archive already knows of a turn.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct ArchivedFate {
+    pub tenant: String,
+    pub turn_id: String,
+    pub stream_seq: i64,
+    pub fate: String,
+    pub reason: Option<String>,
+}
+
+pub type TurnKey = (String, String);
+
+impl Store {
+    /// The archived fate of each of these turns that is already archived.
+    pub async fn archived_fates(
+        &self,
+        keys: &[TurnKey],
+    ) -> Result<HashMap<TurnKey, ArchivedFate>, StoreError> {
+        if keys.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let (tenants, ids): (Vec<_>, Vec<_>) = keys.iter().cloned().unzip();
+        let rows: Vec<ArchivedFate> = sqlx::query_as(
+            "SELECT t.tenant, t.turn_id, t.stream_seq, t.fate, t.reason
+             FROM turns t
+             JOIN UNNEST($1::text[], $2::text[]) AS k(tenant, turn_id)
+               ON t.tenant = k.tenant AND t.turn_id = k.turn_id",
+        )
+        .bind(&tenants)
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| ((r.tenant.clone(), r.turn_id.clone()), r))
+            .collect())
+    }
+
+    /// The content of the latest archived turn of each `(tenant, session, speaker)`.
+    pub async fn previous_by_speaker(
+        &self,
+        keys: &HashSet<(String, String, String)>,
+    ) -> Result<HashMap<(String, String, String), String>, StoreError> {
+        if keys.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut tenants = Vec::with_capacity(keys.len());
+        let mut sessions = Vec::with_capacity(keys.len());
+        let mut speakers = Vec::with_capacity(keys.len());
+        for (t, s, p) in keys {
+            tenants.push(t.as_str());
+            sessions.push(s.as_str());
+            speakers.push(p.as_str());
+        }
+        let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+            "SELECT k.tenant, k.session_id, k.speaker, p.content
+             FROM UNNEST($1::text[], $2::text[], $3::text[]) AS k(tenant, session_id, speaker)
+             CROSS JOIN LATERAL (
+                 SELECT t.content FROM turns t
+                 WHERE t.tenant = k.tenant AND t.session_id = k.session_id AND t.speaker = k.speaker
+                 ORDER BY t.stream_seq DESC
+                 LIMIT 1
+             ) p",
+        )
+        .bind(&tenants)
+        .bind(&sessions)
+        .bind(&speakers)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(t, s, p, c)| ((t, s, p), c))
+            .collect())
+    }
+
+    /// Archives turns that are not archived yet; returns the keys this call
+    /// inserted (a key missing from the result was archived by someone else first).
+    pub async fn archive_turns(&self, rows: &[TurnRow]) -> Result<HashSet<TurnKey>, StoreError> {
+        if rows.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let col = |f: fn(&TurnRow) -> String| rows.iter().map(f).collect::<Vec<_>>();
+        let inserted: Vec<(String, String)> = sqlx::query_as(
+            "INSERT INTO turns (tenant, turn_id, user_id, session_id, agent_id, speaker, role, source,
+                                trust, content, metadata, ts, stream_seq, fate, reason, quarantine, flags)
+             SELECT tenant, turn_id, user_id, session_id, agent_id, speaker, role, source,
+                    trust, content, metadata, ts, stream_seq, fate, reason, quarantine,
+                    CASE WHEN flags = '' THEN '{}'::text[] ELSE string_to_array(flags, chr(31)) END
+             FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                         $7::text[], $8::text[], $9::text[], $10::text[], $11::jsonb[],
+                         $12::timestamptz[], $13::bigint[], $14::text[], $15::text[], $16::bool[],
+                         $17::text[])
+                  AS r(tenant, turn_id, user_id, session_id, agent_id, speaker, role, source,
+                       trust, content, metadata, ts, stream_seq, fate, reason, quarantine, flags)
+             ON CONFLICT (tenant, turn_id) DO NOTHING
+             RETURNING tenant, turn_id",
+        )
+        .bind(col(|r| r.tenant.clone()))
+        .bind(col(|r| r.turn_id.clone()))
+        .bind(col(|r| r.user_id.clone()))
+        .bind(col(|r| r.session_id.clone()))
+        .bind(rows.iter().map(|r| r.agent_id.clone()).collect::<Vec<_>>())
+        .bind(col(|r| r.speaker.clone()))
+        .bind(col(|r| r.role.clone()))
+        .bind(col(|r| r.source.clone()))
+        .bind(col(|r| r.trust.clone()))
+        .bind(col(|r| r.content.clone()))
+        .bind(rows.iter().map(|r| r.metadata.clone()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.ts).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.stream_seq).collect::<Vec<_>>())
+        .bind(col(|r| r.fate.clone()))
+        .bind(rows.iter().map(|r| r.reason.clone()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.quarantine).collect::<Vec<_>>())
+        .bind(col(|r| r.flags.join(&FLAG_SEPARATOR.to_string())))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(inserted.into_iter().collect())
+    }
+
+    /// Records later publishes of archived turns by their stream sequence.
+    /// Idempotent: recording the same sequence twice changes nothing.
+    pub async fn record_duplicates(&self, duplicates: &[(TurnKey, i64)]) -> Result<(), StoreError> {
+        if duplicates.is_empty() {
+            return Ok(());
+        }
+        let tenants: Vec<&str> = duplicates.iter().map(|((t, _), _)| t.as_str()).collect();
+        let ids: Vec<&str> = duplicates.iter().map(|((_, id), _)| id.as_str()).collect();
+        let seqs: Vec<i64> = duplicates.iter().map(|(_, s)| *s).collect();
+        sqlx::query(
+            "UPDATE turns t
+             SET duplicate_seqs = ARRAY(SELECT DISTINCT s FROM unnest(t.duplicate_seqs || k.seqs) AS s ORDER BY s)
+             FROM (
+                 SELECT tenant, turn_id, array_agg(seq ORDER BY seq) AS seqs
+                 FROM UNNEST($1::text[], $2::text[], $3::bigint[]) AS k(tenant, turn_id, seq)
+                 GROUP BY tenant, turn_id
+             ) k
+             WHERE t.tenant = k.tenant AND t.turn_id = k.turn_id
+               AND cardinality(t.duplicate_seqs) < 1000",
+        )
+        .bind(&tenants)
+        .bind(&ids)
+        .bind(&seqs)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,604 @@
+//! The turn: one message of a conversation, as any agent publishes it to
+//! `<ns>.turns.<tenant>`, and the kept turn the filter passes on.
+//!
+//! Parsing is by hand rather than through `#[derive(Deserialize)]` so that every
+//! rejection names the field and what was wrong with it: the reason lands in the
+//! DLQ, where a person reads it.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::ids::{digest, is_valid_id, is_valid_tenant};
+
+/// Largest accepted envelope (the whole JSON document).
+pub const MAX_ENVELOPE_BYTES: usize = 64 * 1024;
+/// Largest accepted `content`.
+pub const MAX_CONTENT_BYTES: usize = 32 * 1024;
+/// Deepest accepted nesting of `metadata`.
+pub const MAX_METADATA_DEPTH: usize = 16;
+/// Longest accepted `speaker` display name, in characters.
+pub const MAX_SPEAKER_CHARS: usize = 128;
+
+/// Who produced a turn in the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+    Tool,
+    System,
+}
+
+/// Where the content came from; decides how far it is trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    User,
+    Agent,
+    Tool,
+    External,
+}
+
+/// How far the content of a turn is trusted, from its source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trust {
+    High,
+    Medium,
+    Low,
+}
+
+impl Role {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            "system" => Role::System,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::System => "system",
+        }
+    }
+
+    /// The source assumed when a turn does not name one.
+    pub fn default_source(self) -> Source {
+        match self {
+            Role::User => Source::User,
+            Role::Assistant | Role::System => Source::Agent,
+            Role::Tool => Source::Tool,
+        }
+    }
+}
+
+impl Source {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "user" => Source::User,
+            "agent" => Source::Agent,
+            "tool" => Source::Tool,
+            "external" => Source::External,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::User => "user",
+            Source::Agent => "agent",
+            Source::Tool => "tool",
+            Source::External => "external",
+        }
+    }
+
+    /// What the user says and what tools return is trusted; what the agent
+    /// inferred less so; text from outside (web pages, emails) least.
+    pub fn trust(self) -> Trust {
+        match self {
+            Source::User | Source::Tool => Trust::High,
+            Source::Agent => Trust::Medium,
+            Source::External => Trust::Low,
+        }
+    }
+}
+
+impl Trust {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trust::High => "high",
+            Trust::Medium => "medium",
+            Trust::Low => "low",
+        }
+    }
+}
+
+/// A turn that passed validation, with every default applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    pub tenant: String,
+    pub turn_id: String,
+    pub user_id: String,
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    pub speaker: String,
+    pub role: Role,
+    pub source: Source,
+    pub content: String,
+    /// UTC; the receive time when the agent gave none.
+    pub ts: DateTime<Utc>,
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+}
+
+impl Turn {
+    /// The message id used for `Nats-Msg-Id` on every subject this turn travels.
+    pub fn msg_id(&self) -> String {
+        format!("{}:{}", self.tenant, self.turn_id)
+    }
+}
+
+/// What the filter passes on: the turn (secrets redacted) and what the filter
+/// learnt about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptTurn {
+    #[serde(flatten)]
+    pub turn: Turn,
+    pub trust: Trust,
+    /// Suspected memory poisoning: later stages keep it out of trusted recall.
+    pub quarantine: bool,
+    /// Why the filter flagged it (poisoning patterns, redactions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+}
+
+impl crate::stage::Message for KeptTurn {
+    fn tenant(&self) -> &str {
+        &self.turn.tenant
+    }
+
+    fn msg_id(&self) -> String {
+        self.turn.msg_id()
+    }
+}
+
+/// Why an envelope was refused; the message says which field and what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvelopeError {
+    #[error("envelope is {size} bytes, more than the {max} allowed")]
+    TooLarge { size: usize, max: usize },
+    #[error("envelope is not valid UTF-8 (first bad byte at offset {offset})")]
+    NotUtf8 { offset: usize },
+    #[error("envelope is not valid JSON: {0}")]
+    NotJson(String),
+    #[error("envelope must be a JSON object, got {0}")]
+    NotObject(&'static str),
+    #[error("field `{0}` is required")]
+    Missing(&'static str),
+    #[error("field `{field}` must be {expected}, got {got}")]
+    WrongType {
+        field: &'static str,
+        expected: &'static str,
+        got: &'static str,
+    },
+    #[error("field `{field}` is invalid: {reason}")]
+    Invalid { field: &'static str, reason: String },
+    #[error("tenant {envelope:?} in the envelope does not match tenant {subject:?} of the subject")]
+    TenantMismatch { envelope: String, subject: String },
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn string_field<'a>(
+    obj: &'a Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<&'a str>, EnvelopeError> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(EnvelopeError::WrongType {
+            field,
+            expected: "a string",
+            got: kind(other),
+        }),
+    }
+}
+
+fn id_field(
+    obj: &Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<String>, EnvelopeError> {
+    match string_field(obj, field)? {
+        None => Ok(None),
+        Some(id) if is_valid_id(id) => Ok(Some(id.to_string())),
+        Some(id) => Err(EnvelopeError::Invalid {
+            field,
+            reason: format!(
+                "{:?} must be 1 to 128 characters of A-Z a-z 0-9 . _ : / @ -",
+                shorten(id)
+            ),
+        }),
+    }
+}
+
+fn required_id(obj: &Map<String, Value>, field: &'static str) -> Result<String, EnvelopeError> {
+    id_field(obj, field)?.ok_or(EnvelopeError::Missing(field))
+}
+
+/// The first control character other than tab, newline and carriage return.
+/// They have no place in conversation text, and NUL cannot be stored in Postgres.
+fn control_char(s: &str) -> Option<(usize, char)> {
+    s.chars()
+        .enumerate()
+        .find(|(_, c)| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+}
+
+fn shorten(s: &str) -> String {
+    if s.chars().count() <= 40 {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(40).collect::<String>())
+    }
+}
+
+/// Checks metadata depth and that no string in it holds a NUL (Postgres `jsonb` refuses it).
+fn check_metadata(value: &Value, depth: usize) -> Result<(), String> {
+    if depth > MAX_METADATA_DEPTH {
+        return Err(format!("nested deeper than {MAX_METADATA_DEPTH} levels"));
+    }
+    match value {
+        Value::String(s) if s.contains('\0') => Err("contains a NUL character".into()),
+        Value::Array(items) => items.iter().try_for_each(|v| check_metadata(v, depth + 1)),
+        Value::Object(map) => map.iter().try_for_each(|(k, v)| {
+            if k.contains('\0') {
+                Err("a key contains a NUL character".into())
+            } else {
+                check_metadata(v, depth + 1)
+            }
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Parses and validates a raw envelope received on the subject of `subject_tenant`.
+/// `received_at` stands in for a missing `ts`.
+pub fn parse_envelope(
+    payload: &[u8],
+    subject_tenant: &str,
+    received_at: DateTime<Utc>,
+) -> Result<Turn, EnvelopeError> {
+    if payload.len() > MAX_ENVELOPE_BYTES {
+        return Err(EnvelopeError::TooLarge {
+            size: payload.len(),
+            max: MAX_ENVELOPE_BYTES,
+        });
+    }
+    let text = std::str::from_utf8(payload).map_err(|e| EnvelopeError::NotUtf8 {
+        offset: e.valid_up_to(),
+    })?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| EnvelopeError::NotJson(e.to_string()))?;
+    let Value::Object(obj) = value else {
+        return Err(EnvelopeError::NotObject(kind(&value)));
+    };
+
+    let tenant = required_id(&obj, "tenant")?;
+    if !is_valid_tenant(&tenant) {
+        return Err(EnvelopeError::Invalid {
+            field: "tenant",
+            reason: format!("{tenant:?} may not contain '.'"),
+        });
+    }
+    if tenant != subject_tenant {
+        return Err(EnvelopeError::TenantMismatch {
+            envelope: tenant,
+            subject: subject_tenant.to_string(),
+        });
+    }
+    let user_id = required_id(&obj, "user_id")?;
+    let session_id = required_id(&obj, "session_id")?;
+    let turn_id = id_field(&obj, "turn_id")?;
+    let agent_id = id_field(&obj, "agent_id")?;
+
+    let role = match string_field(&obj, "role")? {
+        None => Role::User,
+        Some(r) => Role::parse(r).ok_or_else(|| EnvelopeError::Invalid {
+            field: "role",
+            reason: format!(
+                "{:?} is not one of user, assistant, tool, system",
+                shorten(r)
+            ),
+        })?,
+    };
+    let source = match string_field(&obj, "source")? {
+        None => role.default_source(),
+        Some(s) => Source::parse(s).ok_or_else(|| EnvelopeError::Invalid {
+            field: "source",
+            reason: format!("{:?} is not one of user, agent, tool, external", shorten(s)),
+        })?,
+    };
+
+    let content = string_field(&obj, "content")?.ok_or(EnvelopeError::Missing("content"))?;
+    if content.len() > MAX_CONTENT_BYTES {
+        return Err(EnvelopeError::Invalid {
+            field: "content",
+            reason: format!(
+                "{} bytes, more than the {MAX_CONTENT_BYTES} allowed",
+                content.len()
+            ),
+        });
+    }
+    if let Some((at, c)) = control_char(content) {
+        return Err(EnvelopeError::Invalid {
+            field: "content",
+            reason: format!("control character U+{:04X} at character {at}", c as u32),
+        });
+    }
+
+    let speaker = match string_field(&obj, "speaker")? {
+        Some(s) => {
+            let s = s.trim();
+            if s.is_empty() || s.chars().count() > MAX_SPEAKER_CHARS {
+                return Err(EnvelopeError::Invalid {
+                    field: "speaker",
+                    reason: format!("must be 1 to {MAX_SPEAKER_CHARS} characters"),
+                });
+            }
+            if let Some((at, c)) = control_char(s) {
+                return Err(EnvelopeError::Invalid {
+                    field: "speaker",
+                    reason: format!("control character U+{:04X} at character {at}", c as u32),
+                });
+            }
+            s.to_string()
+        }
+        None => match role {
+            Role::User => user_id.clone(),
+            Role::Assistant | Role::Tool => agent_id
+                .clone()
+                .unwrap_or_else(|| role.as_str().to_string()),
+            Role::System => "system".to_string(),
+        },
+    };
+
+    let ts_given = string_field(&obj, "ts")?;
+    let ts = match ts_given {
+        None => received_at,
+        Some(ts) => DateTime::parse_from_rfc3339(ts)
+            .map_err(|e| EnvelopeError::Invalid {
+                field: "ts",
+                reason: format!("{:?} is not an RFC 3339 timestamp ({e})", shorten(ts)),
+            })?
+            .with_timezone(&Utc),
+    };
+
+    let metadata = match obj.get("metadata") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => {
+            let value = Value::Object(m.clone());
+            check_metadata(&value, 1).map_err(|reason| EnvelopeError::Invalid {
+                field: "metadata",
+                reason,
+            })?;
+            m.clone()
+        }
+        Some(other) => {
+            return Err(EnvelopeError::WrongType {
+                field: "metadata",
+                expected: "an object",
+                got: kind(other),
+            });
+        }
+    };
+
+    // Without a turn id, the same words said in the same session at the same
+    // (given) time are the same turn, so a client that retries a publish
+    // cannot create two.
+    let turn_id = turn_id.unwrap_or_else(|| {
+        let ts_part = ts_given.unwrap_or("");
+        format!(
+            "h-{}",
+            digest(
+                &[
+                    &tenant,
+                    &session_id,
+                    &user_id,
+                    role.as_str(),
+                    &speaker,
+                    ts_part,
+                    content
+                ],
+                24
+            )
+        )
+    });
+
+    Ok(Turn {
+        tenant,
+        turn_id,
+        user_id,
+        session_id,
+        agent_id,
+        speaker,
+        role,
+        source,
+        content: content.to_string(),
+        ts,
+        metadata,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-01-02T03:04:05Z")
+            .map(|t| t.with_timezone(&Utc))
+            .expect("valid")
+    }
+
+    fn parse(v: Value) -> Result<Turn, EnvelopeError> {
+        parse_envelope(v.to_string().as_bytes(), "acme", now())
+    }
+
+    fn minimal() -> Value {
+        json!({"tenant": "acme", "user_id": "u1", "session_id": "s1", "content": "I live in Beijing"})
+    }
+
+    #[test]
+    fn defaults_are_applied() {
+        let turn = parse(minimal()).expect("valid");
+        assert_eq!(turn.role, Role::User);
+        assert_eq!(turn.source, Source::User);
+        assert_eq!(turn.speaker, "u1");
+        assert_eq!(turn.ts, now());
+        assert!(turn.turn_id.starts_with("h-"));
+        assert_eq!(turn.source.trust(), Trust::High);
+    }
+
+    #[test]
+    fn derived_turn_ids_are_stable_and_content_bound() {
+        let a = parse(minimal()).expect("valid");
+        let b = parse(minimal()).expect("valid");
+        let mut other = minimal();
+        other["content"] = json!("I live in Shanghai");
+        let c = parse(other).expect("valid");
+        assert_eq!(a.turn_id, b.turn_id);
+        assert_ne!(a.turn_id, c.turn_id);
+    }
+
+    #[test]
+    fn assistant_turns_are_attributed_to_the_agent() {
+        let mut v = minimal();
+        v["role"] = json!("assistant");
+        v["agent_id"] = json!("helper");
+        let turn = parse(v).expect("valid");
+        assert_eq!(turn.speaker, "helper");
+        assert_eq!(turn.source, Source::Agent);
+        assert_eq!(turn.source.trust(), Trust::Medium);
+    }
+
+    #[test]
+    fn timestamps_are_stored_as_utc() {
+        let mut v = minimal();
+        v["ts"] = json!("2026-01-02T11:04:05+08:00");
+        assert_eq!(parse(v).expect("valid").ts, now());
+    }
+
+    #[test]
+    fn each_violation_names_its_field() {
+        let cases: Vec<(Value, &str)> = vec![
+            (
+                json!({"user_id": "u", "session_id": "s", "content": "x", "tenant": null}),
+                "`tenant` is required",
+            ),
+            (
+                json!({"tenant": "acme", "session_id": "s", "content": "x"}),
+                "`user_id` is required",
+            ),
+            (
+                json!({"tenant": "acme", "user_id": "u", "content": "x"}),
+                "`session_id` is required",
+            ),
+            (
+                json!({"tenant": "acme", "user_id": "u", "session_id": "s"}),
+                "`content` is required",
+            ),
+            (
+                json!({"tenant": "acme", "user_id": 5, "session_id": "s", "content": "x"}),
+                "`user_id` must be a string, got a number",
+            ),
+            (
+                json!({"tenant": "acme", "user_id": "u u", "session_id": "s", "content": "x"}),
+                "`user_id` is invalid",
+            ),
+            (
+                json!({"tenant": "acme", "user_id": "../etc", "session_id": "s';drop", "content": "x"}),
+                "`session_id` is invalid",
+            ),
+            (
+                json!({"tenant": "other", "user_id": "u", "session_id": "s", "content": "x"}),
+                "does not match tenant",
+            ),
+            (
+                json!({"tenant": "acme", "user_id": "u", "session_id": "s", "content": "x", "role": "boss"}),
+                "`role` is invalid",
+            ),
+            (
+                json!({"tenant": "acme", "user_id": "u", "session_id": "s", "content": "x", "source": "god"}),
+                "`source` is invalid",
+            ),
+            (
+                json!({"tenant": "acme", "user_id": "u", "session_id": "s", "content": "x", "ts": "yesterday"}),
+                "`ts` is invalid",
+            ),
+            (
+                json!({"tenant": "acme", "user_id": "u", "session_id": "s", "content": "x", "metadata": [1]}),
+                "`metadata` must be an object",
+            ),
+            (
+                json!({"tenant": "acme", "user_id": "u", "session_id": "s", "content": "a\u{0007}b"}),
+                "U+0007",
+            ),
+            (
+                json!({"tenant": "acme", "user_id": "u", "session_id": "s", "content": "x".repeat(MAX_CONTENT_BYTES + 1)}),
+                "`content` is invalid",
+            ),
+            (json!([1, 2]), "must be a JSON object, got an array"),
+        ];
+        for (value, expected) in cases {
+            let err = parse(value.clone())
+                .expect_err(&value.to_string())
+                .to_string();
+            assert!(err.contains(expected), "{value} → {err}");
+        }
+    }
+
+    #[test]
+    fn transport_level_violations() {
+        let big = vec![b' '; MAX_ENVELOPE_BYTES + 1];
+        assert!(matches!(
+            parse_envelope(&big, "acme", now()),
+            Err(EnvelopeError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            parse_envelope(b"{\"tenant\": \"\xff\"}", "acme", now()),
+            Err(EnvelopeError::NotUtf8 { offset: 12 })
+        ));
+        assert!(matches!(
+            parse_envelope(b"{not json", "acme", now()),
+            Err(EnvelopeError::NotJson(_))
+        ));
+    }
+
+    #[test]
+    fn deep_metadata_is_refused() {
+        let mut nested = json!("leaf");
+        for _ in 0..20 {
+            nested = json!({ "a": nested });
+        }
+        let mut v = minimal();
+        v["metadata"] = nested;
+        let err = parse(v).expect_err("too deep").to_string();
+        assert!(err.contains("nested deeper"), "{err}");
+    }
+}
