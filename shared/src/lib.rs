@@ -15,6 +15,7 @@ pub mod namespace;
 pub mod ops_http;
 pub mod retry;
 pub mod runner;
+pub mod sandbox;
 pub mod service;
 pub mod shutdown;
 pub mod stage;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, consumer, kv, stream};
+use async_nats::jetstream::{self, consumer, stream};
 use serde::{Deserialize, Deserializer};
 
 use crate::{config::Config, duration, namespace::Namespace};
@@ -157,6 +157,26 @@ fn storage(s: Storage) -> stream::StorageType {
     }
 }
 
+/// The stream behind a KV bucket, as the KV API lays it out. Written out here
+/// because the client's `create_key_value` first queries account limits in a
+/// form NATS 2.9 does not answer; the stream is the bucket all the same.
+fn bucket_stream_config(bucket: &str, spec: &BucketSpec) -> stream::Config {
+    stream::Config {
+        name: format!("KV_{bucket}"),
+        description: Some(spec.description.clone()),
+        subjects: vec![format!("$KV.{bucket}.>")],
+        max_messages_per_subject: spec.history.max(1),
+        max_age: spec.ttl,
+        storage: storage(spec.storage),
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        discard: stream::DiscardPolicy::New,
+        num_replicas: 1,
+        ..Default::default()
+    }
+}
+
 /// The pull-consumer config of a stage, with the runtime overrides of [`Config`].
 ///
 /// The server's `max_deliver` is one more than the runner's: the runner
@@ -219,30 +239,12 @@ pub async fn apply(js: &jetstream::Context, config: &Config) -> Result<Topology,
     }
     for b in &topology.buckets {
         let bucket = ns.stream_name(&b.name);
-        let kv_cfg = kv::Config {
-            bucket: bucket.clone(),
-            description: b.description.clone(),
-            max_age: b.ttl,
-            history: b.history,
-            storage: storage(b.storage),
-            ..Default::default()
-        };
-        let result = match js.get_key_value(&bucket).await {
-            Ok(_) => js
-                .update_key_value(kv_cfg)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-            Err(_) => js
-                .create_key_value(kv_cfg)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-        };
-        result.map_err(|reason| StreamsError::Apply {
-            what: format!("bucket {bucket}"),
-            reason,
-        })?;
+        js.create_or_update_stream(bucket_stream_config(&bucket, b))
+            .await
+            .map_err(|e| StreamsError::Apply {
+                what: format!("bucket {bucket}"),
+                reason: e.to_string(),
+            })?;
     }
     Ok(topology)
 }

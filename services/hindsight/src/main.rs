@@ -1,1 +1,76 @@
-fn main() {}
+//! `hindsight`: run any stage or all of them, publish turns, and inspect
+//! streams and the dead-letter queue. Configuration comes from environment
+//! variables (`hindsight config` lists them); logs go to stderr.
+
+mod cmd;
+mod stages;
+
+use clap::{Parser, Subcommand};
+
+const AFTER_HELP: &str = "Configuration is read from HINDSIGHT_* environment variables; \
+`hindsight config` lists each with its default. Logs go to stderr.";
+
+#[derive(Parser)]
+#[command(name = "hindsight", version, about = "Long-term memory for LLM agents, over NATS JetStream and Postgres.", after_help = AFTER_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every stage in one process (applies streams and migrations first).
+    ///
+    /// Serves /healthz, /readyz and /metrics on HINDSIGHT_HTTP_ADDR and prints
+    /// `ready: http://ADDR` on stdout once every stage is consuming.
+    Up,
+    /// Run one stage on its own (as its container does).
+    Run {
+        /// The stage to run.
+        #[arg(value_enum)]
+        stage: stages::StageName,
+    },
+    /// Publish turns to `<ns>.turns.<tenant>`.
+    Publish(cmd::publish::Args),
+    /// Manage the JetStream streams, consumers and buckets declared in streams/.
+    Streams {
+        #[command(subcommand)]
+        command: cmd::streams::Command,
+    },
+    /// Inspect, replay and purge the dead-letter queue.
+    Dlq {
+        #[command(subcommand)]
+        command: cmd::dlq::Command,
+    },
+    /// Show every stream and consumer: messages, pending, ack pending, redelivered.
+    Status(cmd::status::Args),
+    /// Print the configuration reference and the values in effect (secrets masked).
+    Config,
+    /// Measure throughput in a throw-away namespace and database.
+    Bench {
+        #[command(subcommand)]
+        command: cmd::bench::Command,
+    },
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Up => cmd::up::up().await,
+        Command::Run { stage } => cmd::up::run(stage).await,
+        Command::Publish(args) => cmd::publish::run(args).await,
+        Command::Streams { command } => cmd::streams::run(command).await,
+        Command::Dlq { command } => cmd::dlq::run(command).await,
+        Command::Status(args) => cmd::status::run(args).await,
+        Command::Config => cmd::config(),
+        Command::Bench { command } => cmd::bench::run(command).await,
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

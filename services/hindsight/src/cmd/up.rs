@@ -1,0 +1,42 @@
+//! `hindsight up` and `hindsight run STAGE`.
+
+use hindsight_shared::{
+    service::{self, Context},
+    shutdown,
+};
+
+use crate::stages::{self, StageName};
+
+async fn start(process: &'static str, names: &[StageName], announce: bool) -> anyhow::Result<()> {
+    let config = super::setup()?;
+    let _ = hindsight_shared::telemetry::prometheus();
+    config.log_startup(process);
+    let ctx = Context::boot(config).await?;
+    let tasks = names.iter().map(|n| stages::task(*n, &ctx)).collect();
+    let running = service::start(&ctx, tasks, shutdown::on_signal()).await?;
+    let readiness = running.readiness.clone();
+    let addr = running.http_addr;
+    let stopped = running.shutdown.clone();
+    tokio::select! {
+        _ = readiness.wait() => {
+            tracing::info!(http = %addr, "every stage is consuming");
+            if announce {
+                println!("ready: http://{addr}");
+            }
+        }
+        _ = stopped.cancelled() => {}
+    }
+    running.wait().await?;
+    Ok(())
+}
+
+pub async fn up() -> anyhow::Result<()> {
+    start("up", stages::ALL, true).await
+}
+
+pub async fn run(stage: StageName) -> anyhow::Result<()> {
+    let process = match stage {
+        StageName::Filter => "filter",
+    };
+    start(process, &[stage], false).await
+}
