@@ -141,7 +141,10 @@ impl<S: Stage> Runner<S> {
             loop {
                 let first = tokio::select! {
                     biased;
-                    _ = shutdown.cancelled() => break 'reconnect,
+                    _ = shutdown.cancelled() => {
+                        release_prefetched(&mut messages).await;
+                        break 'reconnect;
+                    }
                     next = messages.next() => next,
                 };
                 let mut batch = match first {
@@ -413,6 +416,14 @@ impl<S: Stage> Runner<S> {
                 }
             }
         }
+    }
+}
+
+/// Hands back messages the client pulled ahead but the stage never saw, so
+/// another replica gets them now instead of after `ack_wait`.
+async fn release_prefetched(messages: &mut async_nats::jetstream::consumer::pull::Stream) {
+    while let Some(Some(Ok(msg))) = messages.next().now_or_never() {
+        let _ = msg.ack_with(AckKind::Nak(None)).await;
     }
 }
 

@@ -69,6 +69,13 @@ impl Sandbox {
                 let _ = bus.js.delete_stream(format!("KV_{name}")).await;
             }
         }
+        self.drop_database().await?;
+        let _ = std::fs::remove_dir_all(&self.config.data_dir);
+        Ok(())
+    }
+
+    /// Drops the sandbox's database (for sandboxes that never touched NATS).
+    pub async fn drop_database(&self) -> Result<(), StoreError> {
         let options = PgConnectOptions::from_str(&self.config.database_url)
             .map_err(|e| StoreError::Url(e.to_string()))?
             .database("postgres")
@@ -82,7 +89,6 @@ impl Sandbox {
         ));
         sqlx::raw_sql(drop).execute(&mut conn).await?;
         let _ = conn.close().await;
-        let _ = std::fs::remove_dir_all(&self.config.data_dir);
         Ok(())
     }
 }

@@ -1,1 +1,187 @@
+//! What the integration tests share: a throw-away deployment on the real NATS
+//! and Postgres of this machine (its own namespace and database, so tests run
+//! in parallel), and helpers to run stages in-process, publish like any agent,
+//! and read back what happened.
 
+use std::{future::Future, sync::Arc, time::Duration};
+
+use async_nats::jetstream::{self, stream::Stream};
+use hindsight_shared::{
+    Config, Stage, Topic,
+    dlq::{self, Selection},
+    ops_http::Readiness,
+    runner,
+    sandbox::Sandbox,
+    service::Context,
+};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use hindsight_shared;
+
+/// A sandboxed deployment: namespace, database and data directory of its own.
+pub struct Deployment {
+    pub sandbox: Sandbox,
+    pub ctx: Context,
+}
+
+/// A stage running in this process, stoppable gracefully or by abort.
+pub struct RunningStage {
+    pub shutdown: CancellationToken,
+    pub handle: JoinHandle<()>,
+}
+
+impl RunningStage {
+    /// Stops like SIGTERM: the batch in flight is finished first.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = self.handle.await;
+    }
+
+    /// Stops like `kill -9`: whatever was in flight is abandoned mid-way.
+    pub async fn abort(self) {
+        self.handle.abort();
+        let _ = self.handle.await;
+    }
+}
+
+impl Deployment {
+    /// A fresh deployment. `adjust` may change the configuration (ack wait,
+    /// batch size…) before streams and migrations are applied.
+    pub async fn new(label: &str, adjust: impl FnOnce(&mut Config)) -> Self {
+        let base = Config::from_env().expect("the environment holds a valid configuration");
+        let mut sandbox = Sandbox::new(&base, label);
+        sandbox.config.retry_initial = Duration::from_millis(100);
+        sandbox.config.retry_max = Duration::from_secs(1);
+        adjust(&mut sandbox.config);
+        let ctx = Context::boot(sandbox.config.clone())
+            .await
+            .expect("NATS and Postgres are reachable (see README: the test command starts them)");
+        Self { sandbox, ctx }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.ctx.config
+    }
+
+    /// Starts a stage and waits until it consumes.
+    pub async fn start<S: Stage>(&self, stage: S) -> RunningStage {
+        let shutdown = CancellationToken::new();
+        let mut readiness = Readiness::default();
+        let ready = readiness.stage(S::NAME);
+        let (bus, config, token) = (
+            self.ctx.bus.clone(),
+            self.ctx.config.clone(),
+            shutdown.clone(),
+        );
+        let handle = tokio::spawn(async move {
+            if let Err(e) = runner::run(Arc::new(stage), &bus, &config, token, ready).await {
+                panic!("stage {} failed: {e}", S::NAME);
+            }
+        });
+        tokio::time::timeout(Duration::from_secs(30), readiness.wait())
+            .await
+            .expect("the stage starts consuming within 30 s");
+        RunningStage { shutdown, handle }
+    }
+
+    /// Publishes raw bytes with a plain NATS publish, as any agent can.
+    pub async fn publish_raw(&self, subject_tenant: &str, payload: Vec<u8>) {
+        let subject = self
+            .ctx
+            .config
+            .namespace
+            .subject(Topic::Turns, subject_tenant);
+        self.ctx
+            .bus
+            .client
+            .publish(subject, payload.into())
+            .await
+            .expect("publish");
+    }
+
+    pub async fn flush(&self) {
+        self.ctx.bus.client.flush().await.expect("flush");
+    }
+
+    pub async fn stream(&self, base: &str) -> Stream {
+        self.ctx
+            .bus
+            .js
+            .get_stream(self.ctx.config.namespace.stream_name(base))
+            .await
+            .expect("stream exists")
+    }
+
+    /// Messages a stream holds now.
+    pub async fn stream_messages(&self, base: &str) -> u64 {
+        self.stream(base)
+            .await
+            .info()
+            .await
+            .expect("stream info")
+            .state
+            .messages
+    }
+
+    /// Every message a stream holds, read by sequence (work-queue streams
+    /// refuse a second consumer, and reading by sequence changes nothing).
+    pub async fn read_stream(&self, base: &str) -> Vec<jetstream::message::StreamMessage> {
+        let mut stream = self.stream(base).await;
+        let state = stream.info().await.expect("stream info").state.clone();
+        let mut out = Vec::new();
+        if state.messages == 0 {
+            return out;
+        }
+        for seq in state.first_sequence..=state.last_sequence {
+            if let Ok(msg) = stream.get_raw_message(seq).await {
+                out.push(msg);
+            }
+        }
+        out
+    }
+
+    /// Every dead letter.
+    pub async fn dead_letters(&self) -> Vec<dlq::Entry> {
+        dlq::list(
+            &self.ctx.bus.js,
+            &self.ctx.config.namespace,
+            &Selection::default(),
+        )
+        .await
+        .expect("DLQ readable")
+    }
+
+    /// Pending plus unacknowledged messages of a stage's consumer.
+    pub async fn backlog(&self, stream: &str, consumer: &str) -> u64 {
+        let mut stream = self.stream(stream).await;
+        let info = stream.consumer_info(consumer).await.expect("consumer info");
+        info.num_pending + info.num_ack_pending as u64
+    }
+
+    /// Removes the namespace's streams, the database and the data directory.
+    pub async fn remove(self) {
+        self.sandbox
+            .remove(&self.ctx.bus)
+            .await
+            .expect("sandbox removed");
+    }
+}
+
+/// Polls `check` until it returns true, or panics with `what` after `timeout`.
+pub async fn eventually<F, Fut>(what: &str, timeout: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if check().await {
+            return;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for: {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

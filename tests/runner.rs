@@ -1,0 +1,193 @@
+//! The generic runner with stand-in stages: retries with backoff, the DLQ after
+//! `max_deliver`, panics contained, and a dead letter replayed once its cause
+//! is fixed.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use hindsight_shared::{Delivery, Outcome, Stage, Topic, dlq, stage::Message};
+use hindsight_tests::{Deployment, eventually};
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Echo {
+    tenant: String,
+    id: String,
+}
+
+impl Message for Echo {
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
+    fn msg_id(&self) -> String {
+        format!("echo:{}", self.id)
+    }
+}
+
+/// Fails every message while `broken` is set (as if a dependency were down),
+/// and panics on the payload `boom`.
+struct Flaky {
+    broken: Arc<AtomicBool>,
+    handled: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl Stage for Flaky {
+    type Input = String;
+    type Output = Echo;
+    const NAME: &'static str = "filter";
+    const INPUT: Topic = Topic::Turns;
+    const OUTPUT: Option<Topic> = Some(Topic::Kept);
+
+    fn decode(&self, payload: &[u8]) -> Result<String, String> {
+        String::from_utf8(payload.to_vec()).map_err(|e| e.to_string())
+    }
+
+    async fn handle(&self, batch: &[Delivery<String>]) -> Vec<Outcome<Echo>> {
+        if batch.iter().any(|d| d.input == "boom") {
+            panic!("boom");
+        }
+        batch
+            .iter()
+            .map(|d| {
+                if self.broken.load(Ordering::SeqCst) {
+                    Outcome::Retry("dependency unavailable".into())
+                } else {
+                    self.handled.fetch_add(1, Ordering::SeqCst);
+                    Outcome::Emit(vec![Echo {
+                        tenant: d.tenant.clone(),
+                        id: d.input.clone(),
+                    }])
+                }
+            })
+            .collect()
+    }
+}
+
+fn flaky(broken: bool) -> (Flaky, Arc<AtomicBool>, Arc<AtomicUsize>) {
+    let (b, h) = (
+        Arc::new(AtomicBool::new(broken)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    (
+        Flaky {
+            broken: b.clone(),
+            handled: h.clone(),
+        },
+        b,
+        h,
+    )
+}
+
+async fn quick() -> Deployment {
+    Deployment::new("test", |c| {
+        c.max_deliver = Some(3);
+        c.retry_initial = Duration::from_millis(50);
+        c.retry_max = Duration::from_millis(200);
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_that_keeps_failing_is_dead_lettered_after_max_deliver() {
+    let deployment = quick().await;
+    let (stage, _, _) = flaky(true);
+    let running = deployment.start(stage).await;
+    deployment.publish_raw("acme", b"m1".to_vec()).await;
+    eventually(
+        "the message reaches the DLQ",
+        Duration::from_secs(20),
+        || async { deployment.dead_letters().await.len() == 1 },
+    )
+    .await;
+    let letter = &deployment.dead_letters().await[0];
+    assert_eq!(
+        letter.reason,
+        "gave up after 3 deliveries: dependency unavailable"
+    );
+    assert_eq!(
+        (
+            letter.deliveries,
+            letter.stage.as_str(),
+            letter.tenant.as_str()
+        ),
+        (3, "filter", "acme")
+    );
+    assert_eq!(letter.payload.as_ref(), b"m1");
+    eventually(
+        "nothing is left pending",
+        Duration::from_secs(10),
+        || async { deployment.backlog("TURNS", "filter").await == 0 },
+    )
+    .await;
+    running.stop().await;
+    deployment.remove().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_stage_costs_retries_not_the_process() {
+    let deployment = quick().await;
+    let (stage, _, handled) = flaky(false);
+    let running = deployment.start(stage).await;
+    deployment.publish_raw("acme", b"boom".to_vec()).await;
+    eventually(
+        "the poison message reaches the DLQ",
+        Duration::from_secs(20),
+        || async { deployment.dead_letters().await.len() == 1 },
+    )
+    .await;
+    assert!(
+        deployment.dead_letters().await[0]
+            .reason
+            .contains("panicked")
+    );
+    deployment.publish_raw("acme", b"fine".to_vec()).await;
+    eventually("the stage still works", Duration::from_secs(10), || async {
+        handled.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    running.stop().await;
+    deployment.remove().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_replayed_after_its_cause_is_fixed_is_processed_once() {
+    let deployment = quick().await;
+    let (stage, broken, handled) = flaky(true);
+    let running = deployment.start(stage).await;
+    deployment.publish_raw("acme", b"m1".to_vec()).await;
+    eventually(
+        "the message reaches the DLQ",
+        Duration::from_secs(20),
+        || async { deployment.dead_letters().await.len() == 1 },
+    )
+    .await;
+
+    broken.store(false, Ordering::SeqCst);
+    let (js, ns) = (&deployment.ctx.bus.js, &deployment.ctx.config.namespace);
+    let letter = deployment.dead_letters().await.remove(0);
+    dlq::replay(js, ns, &letter).await.expect("replayed");
+    // A second replay of the same letter (say, a retried command) changes nothing.
+    let _ = dlq::replay(js, ns, &letter).await;
+    eventually(
+        "the replayed message is processed",
+        Duration::from_secs(10),
+        || async { deployment.stream_messages("KEPT").await == 1 },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(handled.load(Ordering::SeqCst), 1, "processed once");
+    assert_eq!(deployment.stream_messages("KEPT").await, 1);
+    assert!(
+        deployment.dead_letters().await.is_empty(),
+        "the replayed letter left the DLQ"
+    );
+    running.stop().await;
+    deployment.remove().await;
+}
