@@ -157,7 +157,7 @@ impl Config {
             (env, value)
         };
         Ok(Self {
-            namespace: parse_with(get("HINDSIGHT_NAMESPACE"), |v| Namespace::new(v))?,
+            namespace: parse_with(get("HINDSIGHT_NAMESPACE"), Namespace::new)?,
             nats_url: get("HINDSIGHT_NATS_URL").1,
             database_url: get("HINDSIGHT_DATABASE_URL").1,
             db_pool: parse_with(get("HINDSIGHT_DB_POOL"), positive)?,

@@ -154,7 +154,7 @@ impl Deployment {
 
     /// Pending plus unacknowledged messages of a stage's consumer.
     pub async fn backlog(&self, stream: &str, consumer: &str) -> u64 {
-        let mut stream = self.stream(stream).await;
+        let stream = self.stream(stream).await;
         let info = stream.consumer_info(consumer).await.expect("consumer info");
         info.num_pending + info.num_ack_pending as u64
     }

@@ -31,7 +31,7 @@ enum Command {
         stage: stages::StageName,
     },
     /// Publish turns to `<ns>.turns.<tenant>`.
-    Publish(cmd::publish::Args),
+    Publish(Box<cmd::publish::Args>),
     /// Manage the JetStream streams, consumers and buckets declared in streams/.
     Streams {
         #[command(subcommand)]
@@ -59,7 +59,7 @@ async fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Up => cmd::up::up().await,
         Command::Run { stage } => cmd::up::run(stage).await,
-        Command::Publish(args) => cmd::publish::run(args).await,
+        Command::Publish(args) => cmd::publish::run(*args).await,
         Command::Streams { command } => cmd::streams::run(command).await,
         Command::Dlq { command } => cmd::dlq::run(command).await,
         Command::Status(args) => cmd::status::run(args).await,

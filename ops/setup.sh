@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Sets up what hindsight needs on a machine of this kind (Debian, root, Rust
+# toolchain present): NATS with JetStream and PostgreSQL running on loopback.
+# Idempotent: anything already there is left alone. Sourced or run by up.sh and test.sh.
+set -euo pipefail
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+reachable() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+apt_install() {
+  log "installing $*"
+  if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v lock || true)" ]; then
+    apt-get update -qq
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+command -v cargo >/dev/null || { log "cargo is missing: install the Rust toolchain (rustup) first"; exit 1; }
+
+# NATS with JetStream, unless HINDSIGHT_NATS_URL points elsewhere.
+if [ -z "${HINDSIGHT_NATS_URL:-}" ]; then
+  if ! reachable 127.0.0.1 4222; then
+    command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || apt_install nats-server
+    mkdir -p /var/lib/nats-server
+    log "starting nats-server (JetStream) on 127.0.0.1:4222"
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
+      -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+    for _ in $(seq 50); do reachable 127.0.0.1 4222 && break; sleep 0.2; done
+    reachable 127.0.0.1 4222 || { log "nats-server did not come up (see /var/log/nats-server.log)"; exit 1; }
+  fi
+fi
+
+# PostgreSQL, unless HINDSIGHT_DATABASE_URL points elsewhere.
+if [ -z "${HINDSIGHT_DATABASE_URL:-}" ]; then
+  if ! reachable 127.0.0.1 5432; then
+    [ -d /etc/postgresql ] && [ -n "$(ls /etc/postgresql 2>/dev/null)" ] || apt_install postgresql
+    version=$(ls /etc/postgresql | sort -V | tail -n1)
+    log "starting PostgreSQL $version on 127.0.0.1:5432"
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start
+    for _ in $(seq 50); do reachable 127.0.0.1 5432 && break; sleep 0.2; done
+    reachable 127.0.0.1 5432 || { log "PostgreSQL did not come up"; exit 1; }
+  fi
+fi
+
+log "NATS and PostgreSQL are up"
