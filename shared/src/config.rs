@@ -65,7 +65,7 @@ pub const SETTINGS: &[Setting] = &[
     ),
     setting(
         "HINDSIGHT_LINGER",
-        "0ms",
+        "5ms",
         "How long a stage waits for a batch to fill once its first message arrived (0ms: take what is ready).",
     ),
     setting(
@@ -299,7 +299,12 @@ pub fn mask_url(url: &str) -> String {
 pub fn reference_markdown() -> String {
     let mut out = String::from("| variable | default | meaning |\n| --- | --- | --- |\n");
     for s in SETTINGS {
-        out.push_str(&format!("| `{}` | `{}` | {} |\n", s.env, s.default, s.doc));
+        let default = if s.default.is_empty() {
+            "(unset)".to_string()
+        } else {
+            format!("`{}`", s.default)
+        };
+        out.push_str(&format!("| `{}` | {} | {} |\n", s.env, default, s.doc));
     }
     out
 }
@@ -330,6 +335,16 @@ mod tests {
             "postgres://me:***@db:5432/x"
         );
         assert_eq!(mask_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+    }
+
+    #[test]
+    fn the_readme_carries_the_configuration_reference() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+            .expect("README.md next to the workspace");
+        assert!(
+            readme.contains(&reference_markdown()),
+            "README.md's configuration table differs from `hindsight config`; paste its output into the README"
+        );
     }
 
     #[test]
