@@ -31,7 +31,12 @@ impl Bus {
                 .retry_on_initial_connect()
                 .connection_timeout(Duration::from_secs(5))
                 .event_callback(|event| async move {
-                    tracing::info!(%event, "nats connection event");
+                    match event {
+                        async_nats::Event::Connected => {
+                            tracing::debug!(%event, "nats connection event")
+                        }
+                        _ => tracing::warn!(%event, "nats connection event"),
+                    }
                 })
                 .connect(url.clone())
         })

@@ -7,8 +7,19 @@ pub mod up;
 
 use hindsight_shared::{Config, bus::Bus, config, telemetry};
 
-/// Configuration and logs for a command.
+/// Configuration and logs for a command. Commands that only talk to the
+/// servers log warnings and errors unless `HINDSIGHT_LOG` asks for more.
 pub fn setup() -> anyhow::Result<Config> {
+    let mut config = Config::from_env()?;
+    if std::env::var_os("HINDSIGHT_LOG").is_none() {
+        config.log = "warn".into();
+    }
+    telemetry::init_logs(&config);
+    Ok(config)
+}
+
+/// Configuration and logs for a process that runs stages.
+pub fn setup_service() -> anyhow::Result<Config> {
     let config = Config::from_env()?;
     telemetry::init_logs(&config);
     Ok(config)

@@ -8,7 +8,7 @@ use hindsight_shared::{
 use crate::stages::{self, StageName};
 
 async fn start(process: &'static str, names: &[StageName], announce: bool) -> anyhow::Result<()> {
-    let config = super::setup()?;
+    let config = super::setup_service()?;
     let _ = hindsight_shared::telemetry::prometheus();
     config.log_startup(process);
     let ctx = Context::boot(config).await?;
