@@ -29,8 +29,12 @@ CREATE TABLE turns (
     -- Stream sequences of later publishes of the same turn (each dropped as a
     -- duplicate), so every publish is accounted for; capped at 1000.
     duplicate_seqs  bigint[]    NOT NULL DEFAULT '{}',
-    -- Set by the extract stage: 'facts' or 'no_facts'.
-    extract_outcome text,
+    -- Set by the extract stage: 'facts' or 'no_facts' (with the reason), and
+    -- the facts it emitted, so a redelivered turn re-emits the very same facts.
+    extract_outcome text CHECK (extract_outcome IN ('facts', 'no_facts')),
+    extract_reason  text,
+    extractor       text,
+    facts           jsonb,
     PRIMARY KEY (tenant, turn_id)
 );
 CREATE INDEX turns_previous_by_speaker ON turns (tenant, session_id, speaker, stream_seq DESC);
@@ -79,7 +83,7 @@ CREATE TABLE memory_sources (
     turn_id   text        NOT NULL,
     added_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (memory_id, fact_id),
-    UNIQUE (fact_id)
+    UNIQUE (tenant, fact_id)
 );
 CREATE INDEX memory_sources_by_turn ON memory_sources (tenant, turn_id);
 

@@ -89,6 +89,38 @@ pub const SETTINGS: &[Setting] = &[
         "Longest delay between retries of one message.",
     ),
     setting(
+        "HINDSIGHT_LLM_BASE_URL",
+        "",
+        "OpenAI-compatible endpoint for fact extraction (OpenAI, vLLM, Ollama, llama.cpp), e.g. `http://127.0.0.1:11434/v1`; unset: the offline rules extract.",
+    ),
+    Setting {
+        env: "HINDSIGHT_LLM_API_KEY",
+        default: "",
+        doc: "Bearer key for the LLM endpoint; `OPENAI_API_KEY` is used when this is unset.",
+        secret: true,
+    },
+    setting(
+        "HINDSIGHT_LLM_MODEL",
+        "gpt-4o-mini",
+        "Model name sent to the LLM endpoint.",
+    ),
+    setting("HINDSIGHT_LLM_TIMEOUT", "5s", "Timeout of one LLM call."),
+    setting(
+        "HINDSIGHT_LLM_RETRY_BUDGET",
+        "15s",
+        "How long one delivery of a turn keeps retrying the LLM (429, 5xx, timeouts; `Retry-After` honoured) before it is handed back for redelivery.",
+    ),
+    setting(
+        "HINDSIGHT_LLM_FALLBACK_AFTER",
+        "3",
+        "Deliveries of a turn with the LLM unavailable after which the offline rules extract it instead (facts marked `rules-fallback`).",
+    ),
+    setting(
+        "HINDSIGHT_LLM_CONCURRENCY",
+        "8",
+        "LLM calls in flight at once per extract process.",
+    ),
+    setting(
         "HINDSIGHT_LOG",
         "info",
         "Log filter (tracing `EnvFilter` syntax, e.g. `info,hindsight_shared=debug`). Logs go to stderr.",
@@ -138,8 +170,21 @@ pub struct Config {
     pub max_deliver: Option<i64>,
     pub retry_initial: Duration,
     pub retry_max: Duration,
+    pub llm: LlmConfig,
     pub log: String,
     pub log_format: LogFormat,
+}
+
+/// The LLM endpoint used for extraction; `base_url = None` means the offline rules.
+#[derive(Clone)]
+pub struct LlmConfig {
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    pub model: String,
+    pub timeout: Duration,
+    pub retry_budget: Duration,
+    pub fallback_after: u64,
+    pub concurrency: usize,
 }
 
 impl Config {
@@ -181,6 +226,17 @@ impl Config {
             max_deliver: parse_with(get("HINDSIGHT_MAX_DELIVER"), |v| optional(v, positive))?,
             retry_initial: parse_with(get("HINDSIGHT_RETRY_INITIAL"), duration::parse)?,
             retry_max: parse_with(get("HINDSIGHT_RETRY_MAX"), duration::parse)?,
+            llm: LlmConfig {
+                base_url: Some(get("HINDSIGHT_LLM_BASE_URL").1).filter(|v| !v.trim().is_empty()),
+                api_key: Some(get("HINDSIGHT_LLM_API_KEY").1)
+                    .filter(|v| !v.trim().is_empty())
+                    .or_else(|| lookup("OPENAI_API_KEY").filter(|v| !v.trim().is_empty())),
+                model: get("HINDSIGHT_LLM_MODEL").1,
+                timeout: parse_with(get("HINDSIGHT_LLM_TIMEOUT"), duration::parse)?,
+                retry_budget: parse_with(get("HINDSIGHT_LLM_RETRY_BUDGET"), duration::parse)?,
+                fallback_after: parse_with(get("HINDSIGHT_LLM_FALLBACK_AFTER"), positive)?,
+                concurrency: parse_with(get("HINDSIGHT_LLM_CONCURRENCY"), positive)?,
+            },
             log: get("HINDSIGHT_LOG").1,
             log_format: parse_with(get("HINDSIGHT_LOG_FORMAT"), |v| match v {
                 "text" => Ok(LogFormat::Text),
@@ -218,6 +274,35 @@ impl Config {
             (
                 "HINDSIGHT_RETRY_MAX",
                 format!("{}ms", self.retry_max.as_millis()),
+            ),
+            (
+                "HINDSIGHT_LLM_BASE_URL",
+                self.llm.base_url.clone().unwrap_or_default(),
+            ),
+            (
+                "HINDSIGHT_LLM_API_KEY",
+                self.llm
+                    .api_key
+                    .as_ref()
+                    .map(|_| "***".to_string())
+                    .unwrap_or_default(),
+            ),
+            ("HINDSIGHT_LLM_MODEL", self.llm.model.clone()),
+            (
+                "HINDSIGHT_LLM_TIMEOUT",
+                format!("{}ms", self.llm.timeout.as_millis()),
+            ),
+            (
+                "HINDSIGHT_LLM_RETRY_BUDGET",
+                format!("{}ms", self.llm.retry_budget.as_millis()),
+            ),
+            (
+                "HINDSIGHT_LLM_FALLBACK_AFTER",
+                self.llm.fallback_after.to_string(),
+            ),
+            (
+                "HINDSIGHT_LLM_CONCURRENCY",
+                self.llm.concurrency.to_string(),
             ),
             ("HINDSIGHT_LOG", self.log.clone()),
             (
@@ -326,6 +411,14 @@ mod tests {
         let err = Config::from_lookup(|k| (k == "HINDSIGHT_BATCH_SIZE").then(|| "zero".into()))
             .expect_err("must fail");
         assert!(err.to_string().contains("HINDSIGHT_BATCH_SIZE"), "{err}");
+    }
+
+    #[test]
+    fn the_llm_key_falls_back_to_openai_api_key_and_is_masked() {
+        let config = Config::from_lookup(|k| (k == "OPENAI_API_KEY").then(|| "sk-secret".into()))
+            .expect("valid");
+        assert_eq!(config.llm.api_key.as_deref(), Some("sk-secret"));
+        assert!(!format!("{config:?}").contains("sk-secret"));
     }
 
     #[test]

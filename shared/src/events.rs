@@ -46,6 +46,82 @@ pub fn describe() {
         metrics::Unit::Count,
         "Messages per batch handed to a stage."
     );
+    describe_counter!(
+        "hindsight_llm_calls_total",
+        "LLM calls, by tenant, model and outcome (ok, transient_error, format_refused, error)."
+    );
+    describe_counter!(
+        "hindsight_llm_failures_total",
+        "LLM calls that failed, by tenant, model and outcome."
+    );
+    describe_counter!(
+        "hindsight_llm_tokens_total",
+        "LLM tokens, by tenant, model and kind (prompt, completion)."
+    );
+    describe_histogram!(
+        "hindsight_llm_call_seconds",
+        metrics::Unit::Seconds,
+        "Latency of one LLM call, by model."
+    );
+    describe_counter!(
+        "hindsight_facts_extracted_total",
+        "Facts extracted, by tenant and extractor (rules, llm, rules-fallback)."
+    );
+    describe_counter!(
+        "hindsight_turns_without_facts_total",
+        "Kept turns that yielded no fact, by tenant."
+    );
+}
+
+/// One call to the LLM endpoint finished.
+pub struct LlmCalled<'a> {
+    pub tenant: &'a str,
+    pub model: &'a str,
+    /// `ok`, `transient_error`, `format_refused` or `error`.
+    pub outcome: &'static str,
+    pub elapsed: Duration,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl LlmCalled<'_> {
+    pub fn emit(self) {
+        let (tenant, model) = (self.tenant.to_string(), self.model.to_string());
+        tracing::debug!(
+            tenant = self.tenant,
+            model = self.model,
+            outcome = self.outcome,
+            elapsed_ms = self.elapsed.as_millis() as u64,
+            "llm call"
+        );
+        counter!("hindsight_llm_calls_total", "tenant" => tenant.clone(), "model" => model.clone(), "outcome" => self.outcome).increment(1);
+        if self.outcome != "ok" {
+            counter!("hindsight_llm_failures_total", "tenant" => tenant.clone(), "model" => model.clone(), "outcome" => self.outcome).increment(1);
+        }
+        histogram!("hindsight_llm_call_seconds", "model" => model.clone())
+            .record(self.elapsed.as_secs_f64());
+        counter!("hindsight_llm_tokens_total", "tenant" => tenant.clone(), "model" => model.clone(), "kind" => "prompt").increment(self.prompt_tokens);
+        counter!("hindsight_llm_tokens_total", "tenant" => tenant, "model" => model, "kind" => "completion").increment(self.completion_tokens);
+    }
+}
+
+/// Facts came out of one kept turn.
+pub struct FactsExtracted<'a> {
+    pub tenant: &'a str,
+    /// `rules`, `llm` or `rules-fallback`.
+    pub extractor: &'static str,
+    pub count: usize,
+}
+
+impl FactsExtracted<'_> {
+    pub fn emit(self) {
+        let tenant = self.tenant.to_string();
+        if self.count == 0 {
+            counter!("hindsight_turns_without_facts_total", "tenant" => tenant).increment(1);
+        } else {
+            counter!("hindsight_facts_extracted_total", "tenant" => tenant, "extractor" => self.extractor).increment(self.count as u64);
+        }
+    }
 }
 
 /// A message arrived at a stage.

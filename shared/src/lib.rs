@@ -6,10 +6,12 @@
 //! ([`telemetry`], [`events`], [`ops_http`], [`status`]).
 
 pub mod bus;
+pub mod chitchat;
 pub mod config;
 pub mod dlq;
 pub mod duration;
 pub mod events;
+pub mod fact;
 pub mod ids;
 pub mod namespace;
 pub mod ops_http;

@@ -141,14 +141,14 @@ pub async fn start(
 /// The whole `main` of a single-stage service binary.
 pub async fn main(
     process: &'static str,
-    build: impl FnOnce(&Context) -> Vec<StageTask>,
+    build: impl FnOnce(&Context) -> anyhow::Result<Vec<StageTask>>,
 ) -> anyhow::Result<()> {
     let config = Config::from_env()?;
     telemetry::init_logs(&config);
     let _ = telemetry::prometheus();
     config.log_startup(process);
     let ctx = Context::boot(config).await?;
-    let stages = build(&ctx);
+    let stages = build(&ctx)?;
     let running = start(&ctx, stages, shutdown::on_signal()).await?;
     tracing::info!(process, http = %running.http_addr, "started");
     running.wait().await?;

@@ -9,7 +9,7 @@ use hindsight_shared::service;
 async fn main() -> anyhow::Result<()> {
     service::main("filter", |ctx| {
         let stage = Arc::new(FilterStage::new(ctx.store.clone()));
-        vec![service::stage(stage)]
+        Ok(vec![service::stage(stage)])
     })
     .await
 }

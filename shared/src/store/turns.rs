@@ -182,3 +182,69 @@ impl Store {
         Ok(())
     }
 }
+
+/// What the extract stage recorded for a turn.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Extraction {
+    pub tenant: String,
+    pub turn_id: String,
+    /// `facts` or `no_facts`.
+    pub outcome: String,
+    pub reason: Option<String>,
+    pub extractor: Option<String>,
+    /// The facts emitted, as JSON.
+    pub facts: Option<Value>,
+}
+
+impl Store {
+    /// The recorded extraction of each of these turns that has one.
+    pub async fn extractions(
+        &self,
+        keys: &[TurnKey],
+    ) -> Result<HashMap<TurnKey, Extraction>, StoreError> {
+        if keys.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let (tenants, ids): (Vec<_>, Vec<_>) = keys.iter().cloned().unzip();
+        let rows: Vec<Extraction> = sqlx::query_as(
+            "SELECT t.tenant, t.turn_id, t.extract_outcome AS outcome, t.extract_reason AS reason,
+                    t.extractor, t.facts
+             FROM turns t
+             JOIN UNNEST($1::text[], $2::text[]) AS k(tenant, turn_id)
+               ON t.tenant = k.tenant AND t.turn_id = k.turn_id
+             WHERE t.extract_outcome IS NOT NULL",
+        )
+        .bind(&tenants)
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| ((r.tenant.clone(), r.turn_id.clone()), r))
+            .collect())
+    }
+
+    /// Records extractions; the first one recorded for a turn wins, so a
+    /// redelivery can never replace facts that were already emitted.
+    pub async fn record_extractions(&self, rows: &[Extraction]) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "UPDATE turns t
+             SET extract_outcome = r.outcome, extract_reason = r.reason, extractor = r.extractor, facts = r.facts
+             FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[])
+                  AS r(tenant, turn_id, outcome, reason, extractor, facts)
+             WHERE t.tenant = r.tenant AND t.turn_id = r.turn_id AND t.extract_outcome IS NULL",
+        )
+        .bind(rows.iter().map(|r| r.tenant.clone()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.turn_id.clone()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.outcome.clone()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.reason.clone()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.extractor.clone()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.facts.clone()).collect::<Vec<_>>())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}

@@ -1,11 +1,10 @@
 //! The filter's rules as plain functions: given a turn (and the same speaker's
 //! previous turn in the session), what becomes of it. No I/O here.
 
-pub mod noise;
 pub mod poison;
 pub mod secrets;
 
-use hindsight_shared::turn::Turn;
+use hindsight_shared::{chitchat, turn::Turn};
 
 /// Whether the turn goes on to extraction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +39,7 @@ pub fn judge(turn: &Turn, previous: Option<&str>) -> Verdict {
     let quarantine = !poison.is_empty();
     flags.extend(poison.iter().map(|p| format!("poison:{p}")));
 
-    let fate = if let Some(reason) = noise::noise(&turn.content) {
+    let fate = if let Some(reason) = chitchat::noise(&turn.content) {
         Fate::Drop(reason)
     } else if previous.is_some_and(|p| p.trim() == redaction.text.trim()) {
         Fate::Drop("repeat: same as this speaker's previous turn in the session".into())

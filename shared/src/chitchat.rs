@@ -1,4 +1,5 @@
-//! Noise: turns too short to carry a fact, and pure acknowledgements.
+//! Chit-chat: text too short to carry a fact, and pure acknowledgements. The
+//! filter drops such turns; the extractor drops such sentences.
 
 /// Fewer weighted characters than this is too short to remember.
 pub const MIN_WEIGHTED_CHARS: usize = 10;

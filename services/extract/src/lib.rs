@@ -1,0 +1,28 @@
+//! The extract stage: typed, atomic facts from kept turns.
+//!
+//! Two extractors: an LLM over any OpenAI-compatible endpoint when one is
+//! configured ([`llm`]), and offline rules ([`rules`]) by default and as the
+//! fallback when the LLM stays unavailable.
+
+pub mod draft;
+pub mod llm;
+pub mod rules;
+mod stage;
+
+use hindsight_shared::{config::Config, store::Store};
+
+pub use stage::ExtractStage;
+
+/// The stage as configured: the LLM when `HINDSIGHT_LLM_BASE_URL` is set, else the rules.
+pub fn from_config(config: &Config, store: Store) -> Result<ExtractStage, llm::BuildError> {
+    let llm = llm::LlmExtractor::from_config(&config.llm)?;
+    match &llm {
+        Some(l) => tracing::info!(
+            model = l.model(),
+            "extracting with the LLM; the rules take over after {} deliveries of an outage",
+            config.llm.fallback_after
+        ),
+        None => tracing::info!("extracting with the offline rules (no HINDSIGHT_LLM_BASE_URL)"),
+    }
+    Ok(ExtractStage::new(store, llm, config.llm.fallback_after))
+}

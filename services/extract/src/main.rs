@@ -1,0 +1,14 @@
+//! `hindsight-extract`: the extract stage as its own process.
+
+use std::sync::Arc;
+
+use hindsight_shared::service;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    service::main("extract", |ctx| {
+        let stage = hindsight_extract::from_config(&ctx.config, ctx.store.clone())?;
+        Ok(vec![service::stage(Arc::new(stage))])
+    })
+    .await
+}

@@ -1,0 +1,454 @@
+//! Relative dates ("yesterday", "last week", "两天前", "下个月") resolved against
+//! the turn's timestamp and written into the text as absolute dates, so a fact
+//! still means the same thing when it is recalled a year later.
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc, Weekday};
+use regex::{Captures, Regex};
+
+/// A span of days a phrase refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start: NaiveDate,
+    /// Inclusive.
+    pub end: NaiveDate,
+}
+
+impl Span {
+    fn day(d: NaiveDate) -> Self {
+        Self { start: d, end: d }
+    }
+}
+
+/// The text with relative dates made absolute, and the first span found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub text: String,
+    pub span: Option<Span>,
+}
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+pub fn english_day(d: NaiveDate) -> String {
+    format!("{} {} {}", d.day(), MONTHS[d.month0() as usize], d.year())
+}
+
+fn english_month(d: NaiveDate) -> String {
+    format!("{} {}", MONTHS[d.month0() as usize], d.year())
+}
+
+fn chinese_day(d: NaiveDate) -> String {
+    format!("{}年{}月{}日", d.year(), d.month(), d.day())
+}
+
+fn week_start(d: NaiveDate) -> NaiveDate {
+    d - Duration::days(d.weekday().num_days_from_monday() as i64)
+}
+
+fn month_start(year: i32, month0: i32) -> NaiveDate {
+    let y = year + month0.div_euclid(12);
+    let m = month0.rem_euclid(12) as u32 + 1;
+    NaiveDate::from_ymd_opt(y, m, 1).unwrap_or_default()
+}
+
+fn month_span(d: NaiveDate, offset: i32) -> Span {
+    let start = month_start(d.year(), d.month0() as i32 + offset);
+    let next = month_start(d.year(), d.month0() as i32 + offset + 1);
+    Span {
+        start,
+        end: next - Duration::days(1),
+    }
+}
+
+fn year_span(year: i32) -> Span {
+    Span {
+        start: NaiveDate::from_ymd_opt(year, 1, 1).unwrap_or_default(),
+        end: NaiveDate::from_ymd_opt(year, 12, 31).unwrap_or_default(),
+    }
+}
+
+fn number(word: &str) -> Option<i64> {
+    if let Ok(n) = word.parse::<i64>() {
+        return Some(n);
+    }
+    Some(match word.to_ascii_lowercase().as_str() {
+        "a" | "an" | "one" | "一" => 1,
+        "two" | "a couple of" | "couple of" | "二" | "两" => 2,
+        "three" | "a few" | "few" | "三" => 3,
+        "four" | "四" => 4,
+        "five" | "五" => 5,
+        "six" | "六" => 6,
+        "seven" | "七" => 7,
+        "eight" | "八" => 8,
+        "nine" | "九" => 9,
+        "ten" | "十" => 10,
+        _ => return None,
+    })
+}
+
+fn weekday(word: &str) -> Option<Weekday> {
+    Some(match word.to_ascii_lowercase().as_str() {
+        "monday" => Weekday::Mon,
+        "tuesday" => Weekday::Tue,
+        "wednesday" => Weekday::Wed,
+        "thursday" => Weekday::Thu,
+        "friday" => Weekday::Fri,
+        "saturday" => Weekday::Sat,
+        "sunday" => Weekday::Sun,
+        _ => return None,
+    })
+}
+
+static ENGLISH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?ix)\b(?:
+            (?P<dby>the\ day\ before\ yesterday)
+          | (?P<dat>the\ day\ after\ tomorrow)
+          | (?P<yesterday>yesterday|last\ night)
+          | (?P<today>today|tonight|this\ (?:morning|afternoon|evening))
+          | (?P<tomorrow>tomorrow)
+          | (?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a\ few|a\ couple\ of)\s+(?P<unit>day|week|month|year)s?\ ago
+          | (?P<rel>last|this|next)\s+(?P<what>week|weekend|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)
+        )\b",
+    )
+    .unwrap_or_else(|e| panic!("date pattern: {e}"))
+});
+
+static CHINESE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?P<zdby>前天)|(?P<zdat>后天)|(?P<zyesterday>昨天|昨晚)|(?P<ztoday>今天|今晚|今早)|(?P<ztomorrow>明天)|(?P<zn>\d+|[一二两三四五六七八九十])(?:个)?(?P<zunit>天|周|星期|月|年)(?:前|以前|之前)|(?P<zrel>上|这|本|下)(?:个)?(?P<zwhat>周|星期|礼拜|月)|(?P<zyear>去年|今年|明年)",
+    )
+    .unwrap_or_else(|e| panic!("date pattern: {e}"))
+});
+
+/// Resolves relative dates in `text` as seen at `now`.
+pub fn resolve(text: &str, now: DateTime<Utc>) -> Resolved {
+    let today = now.date_naive();
+    let mut first: Option<Span> = None;
+    let english = ENGLISH.replace_all(text, |c: &Captures<'_>| {
+        let whole = c.get(0).map(|m| m.as_str()).unwrap_or_default();
+        match english_span(c, today) {
+            Some((span, words)) => {
+                first.get_or_insert(span);
+                words
+            }
+            None => whole.to_string(),
+        }
+    });
+    let chinese = CHINESE.replace_all(&english, |c: &Captures<'_>| {
+        let whole = c.get(0).map(|m| m.as_str()).unwrap_or_default();
+        match chinese_span(c, today) {
+            Some((span, words)) => {
+                first.get_or_insert(span);
+                words
+            }
+            None => whole.to_string(),
+        }
+    });
+    Resolved {
+        text: chinese.into_owned(),
+        span: first,
+    }
+}
+
+fn english_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
+    let day = |d: NaiveDate| (Span::day(d), format!("on {}", english_day(d)));
+    if c.name("dby").is_some() {
+        return Some(day(today - Duration::days(2)));
+    }
+    if c.name("dat").is_some() {
+        return Some(day(today + Duration::days(2)));
+    }
+    if let Some(m) = c.name("yesterday") {
+        let d = today - Duration::days(1);
+        let words = if m.as_str().eq_ignore_ascii_case("last night") {
+            format!("on the night of {}", english_day(d))
+        } else {
+            format!("on {}", english_day(d))
+        };
+        return Some((Span::day(d), words));
+    }
+    if c.name("today").is_some() {
+        return Some(day(today));
+    }
+    if c.name("tomorrow").is_some() {
+        return Some(day(today + Duration::days(1)));
+    }
+    if let (Some(n), Some(unit)) = (c.name("n"), c.name("unit")) {
+        let n = number(n.as_str())?;
+        return Some(match unit.as_str().to_ascii_lowercase().as_str() {
+            "day" => day(today - Duration::days(n)),
+            "week" => {
+                let start = week_start(today - Duration::weeks(n));
+                (
+                    Span {
+                        start,
+                        end: start + Duration::days(6),
+                    },
+                    format!("in the week of {}", english_day(start)),
+                )
+            }
+            "month" => {
+                let span = month_span(today, -(n as i32));
+                (span, format!("in {}", english_month(span.start)))
+            }
+            _ => (
+                year_span(today.year() - n as i32),
+                format!("in {}", today.year() - n as i32),
+            ),
+        });
+    }
+    let (rel, what) = (
+        c.name("rel")?.as_str().to_ascii_lowercase(),
+        c.name("what")?.as_str().to_ascii_lowercase(),
+    );
+    let offset: i64 = match rel.as_str() {
+        "last" => -1,
+        "next" => 1,
+        _ => 0,
+    };
+    Some(match what.as_str() {
+        "week" => {
+            let start = week_start(today) + Duration::weeks(offset);
+            (
+                Span {
+                    start,
+                    end: start + Duration::days(6),
+                },
+                format!("in the week of {}", english_day(start)),
+            )
+        }
+        "weekend" => {
+            let saturday = week_start(today) + Duration::days(5) + Duration::weeks(offset);
+            (
+                Span {
+                    start: saturday,
+                    end: saturday + Duration::days(1),
+                },
+                format!("on the weekend of {}", english_day(saturday)),
+            )
+        }
+        "month" => {
+            let span = month_span(today, offset as i32);
+            (span, format!("in {}", english_month(span.start)))
+        }
+        "year" => {
+            let year = today.year() + offset as i32;
+            (year_span(year), format!("in {year}"))
+        }
+        name => {
+            let target = weekday(name)?;
+            let d = match offset {
+                -1 => {
+                    let back = (today.weekday().num_days_from_monday() as i64
+                        - target.num_days_from_monday() as i64)
+                        .rem_euclid(7);
+                    today - Duration::days(if back == 0 { 7 } else { back })
+                }
+                1 => {
+                    let ahead = (target.num_days_from_monday() as i64
+                        - today.weekday().num_days_from_monday() as i64)
+                        .rem_euclid(7);
+                    today + Duration::days(if ahead == 0 { 7 } else { ahead })
+                }
+                _ => week_start(today) + Duration::days(target.num_days_from_monday() as i64),
+            };
+            (
+                Span::day(d),
+                format!(
+                    "on {} {}",
+                    MONTH_DAY_NAME[target.num_days_from_monday() as usize],
+                    english_day(d)
+                ),
+            )
+        }
+    })
+}
+
+const MONTH_DAY_NAME: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+fn chinese_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
+    let day = |d: NaiveDate| (Span::day(d), chinese_day(d));
+    if c.name("zdby").is_some() {
+        return Some(day(today - Duration::days(2)));
+    }
+    if c.name("zdat").is_some() {
+        return Some(day(today + Duration::days(2)));
+    }
+    if let Some(m) = c.name("zyesterday") {
+        let d = today - Duration::days(1);
+        let suffix = if m.as_str() == "昨晚" { "晚上" } else { "" };
+        return Some((Span::day(d), format!("{}{suffix}", chinese_day(d))));
+    }
+    if let Some(m) = c.name("ztoday") {
+        let suffix = match m.as_str() {
+            "今晚" => "晚上",
+            "今早" => "早上",
+            _ => "",
+        };
+        return Some((Span::day(today), format!("{}{suffix}", chinese_day(today))));
+    }
+    if c.name("ztomorrow").is_some() {
+        return Some(day(today + Duration::days(1)));
+    }
+    if let Some(y) = c.name("zyear") {
+        let year = today.year()
+            + match y.as_str() {
+                "去年" => -1,
+                "明年" => 1,
+                _ => 0,
+            };
+        return Some((year_span(year), format!("{year}年")));
+    }
+    if let (Some(n), Some(unit)) = (c.name("zn"), c.name("zunit")) {
+        let n = number(n.as_str())?;
+        return Some(match unit.as_str() {
+            "天" => day(today - Duration::days(n)),
+            "周" | "星期" => {
+                let start = week_start(today - Duration::weeks(n));
+                (
+                    Span {
+                        start,
+                        end: start + Duration::days(6),
+                    },
+                    format!("{}那周", chinese_day(start)),
+                )
+            }
+            "月" => {
+                let span = month_span(today, -(n as i32));
+                (
+                    span,
+                    format!("{}年{}月", span.start.year(), span.start.month()),
+                )
+            }
+            _ => (
+                year_span(today.year() - n as i32),
+                format!("{}年", today.year() - n as i32),
+            ),
+        });
+    }
+    let (rel, what) = (c.name("zrel")?.as_str(), c.name("zwhat")?.as_str());
+    let offset: i64 = match rel {
+        "上" => -1,
+        "下" => 1,
+        _ => 0,
+    };
+    Some(if what == "月" {
+        let span = month_span(today, offset as i32);
+        (
+            span,
+            format!("{}年{}月", span.start.year(), span.start.month()),
+        )
+    } else {
+        let start = week_start(today) + Duration::weeks(offset);
+        (
+            Span {
+                start,
+                end: start + Duration::days(6),
+            },
+            format!("{}那周", chinese_day(start)),
+        )
+    })
+}
+
+/// Midnight UTC of a day.
+pub fn at_midnight(d: NaiveDate) -> DateTime<Utc> {
+    Utc.from_utc_datetime(&d.and_hms_opt(0, 0, 0).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s)
+            .map(|t| t.with_timezone(&Utc))
+            .expect("valid")
+    }
+
+    // 8 May 2023 was a Monday.
+    const NOW: &str = "2023-05-08T13:56:00Z";
+
+    #[test]
+    fn english_relative_days() {
+        let r = resolve("I went to a support group yesterday", at(NOW));
+        assert_eq!(r.text, "I went to a support group on 7 May 2023");
+        assert_eq!(
+            r.span,
+            Some(Span::day(
+                NaiveDate::from_ymd_opt(2023, 5, 7).expect("date")
+            ))
+        );
+        assert_eq!(
+            resolve("two days ago I ran", at(NOW)).text,
+            "on 6 May 2023 I ran"
+        );
+        assert_eq!(
+            resolve("we meet tomorrow", at(NOW)).text,
+            "we meet on 9 May 2023"
+        );
+    }
+
+    #[test]
+    fn english_weeks_months_years_and_weekdays() {
+        assert_eq!(
+            resolve("last week", at(NOW)).text,
+            "in the week of 1 May 2023"
+        );
+        assert_eq!(resolve("next month", at(NOW)).text, "in June 2023");
+        assert_eq!(resolve("Last year", at(NOW)).text, "in 2022");
+        assert_eq!(
+            resolve("last weekend", at(NOW)).text,
+            "on the weekend of 6 May 2023"
+        );
+        assert_eq!(resolve("last Friday", at(NOW)).text, "on Friday 5 May 2023");
+        assert_eq!(
+            resolve("next Monday", at(NOW)).text,
+            "on Monday 15 May 2023"
+        );
+        assert_eq!(resolve("3 months ago", at(NOW)).text, "in February 2023");
+    }
+
+    #[test]
+    fn chinese_relative_dates() {
+        assert_eq!(
+            resolve("我昨天去了医院", at(NOW)).text,
+            "我2023年5月7日去了医院"
+        );
+        assert_eq!(
+            resolve("上周我搬家了", at(NOW)).text,
+            "2023年5月1日那周我搬家了"
+        );
+        assert_eq!(resolve("下个月去上海", at(NOW)).text, "2023年6月去上海");
+        assert_eq!(resolve("两天前", at(NOW)).text, "2023年5月6日");
+    }
+
+    #[test]
+    fn text_without_relative_dates_is_unchanged() {
+        let r = resolve("I live in Lisbon and the weekly market is great", at(NOW));
+        assert_eq!(r.text, "I live in Lisbon and the weekly market is great");
+        assert_eq!(r.span, None);
+    }
+}

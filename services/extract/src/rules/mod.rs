@@ -1,0 +1,259 @@
+//! The offline rules extractor: the default when no LLM is configured, and the
+//! fallback when it stays unavailable. Deterministic and fast; it aims to keep
+//! every statement of a turn (recall cannot find what extraction dropped),
+//! cut into clauses, in the third person, with absolute dates.
+
+pub mod classify;
+pub mod dates;
+pub mod pronouns;
+pub mod sentences;
+
+use hindsight_shared::{chitchat, fact::FactType, turn::KeptTurn};
+
+use crate::draft::Draft;
+
+/// Longest content of one fact; longer clauses are cut at word boundaries.
+const MAX_FACT_CHARS: usize = 600;
+
+/// Sentences shorter than this (weighted as the filter weighs) are chit-chat.
+const MIN_SENTENCE_WEIGHT: usize = 6;
+
+/// Extracts the facts of one kept turn.
+pub fn extract(kept: &KeptTurn) -> Vec<Draft> {
+    let turn = &kept.turn;
+    let emphasised = classify::is_emphasised(&turn.content);
+    let mut clauses: Vec<(String, bool)> = Vec::new();
+    for sentence in sentences::sentences(&turn.content) {
+        if chitchat::is_pleasantry(&sentence)
+            || chitchat::weighted_len(&sentence) < MIN_SENTENCE_WEIGHT
+        {
+            continue;
+        }
+        let question = sentence.ends_with('?') || sentence.ends_with('？');
+        let pieces = if sentences::is_cjk(&sentence) {
+            sentences::chinese_clauses(&sentence)
+        } else {
+            sentences::english_clauses(&sentence)
+        };
+        clauses.extend(pieces.into_iter().map(|p| (p, question)));
+    }
+    // A question says little about the speaker when the turn also states
+    // something; alone, it is kept as what the speaker asked.
+    if clauses.iter().any(|(_, q)| !q) {
+        clauses.retain(|(_, q)| !q);
+    }
+    if clauses.is_empty() && chitchat::weighted_len(&turn.content) >= chitchat::MIN_WEIGHTED_CHARS {
+        let whole = turn.content.trim().to_string();
+        let question = whole.ends_with('?') || whole.ends_with('？');
+        clauses.push((whole, question));
+    }
+
+    let mut drafts = Vec::new();
+    for (clause, question) in clauses {
+        for piece in chunk(&clause) {
+            drafts.push(draft(kept, &piece, question, emphasised));
+        }
+    }
+    drafts
+}
+
+fn draft(kept: &KeptTurn, clause: &str, question: bool, emphasised: bool) -> Draft {
+    let turn = &kept.turn;
+    let fact_type = if question {
+        FactType::Fact
+    } else {
+        classify::fact_type(clause)
+    };
+    let importance = if question {
+        0.2
+    } else {
+        classify::importance(clause, fact_type, emphasised)
+    };
+    let resolved = dates::resolve(clause, turn.ts);
+    let third = pronouns::third_person_text(&resolved.text, &turn.speaker);
+    let content = if question {
+        format!("{} asked: {}", turn.speaker, third)
+    } else {
+        capitalise(third.trim().trim_end_matches([',', '，', ';']))
+    };
+    let mut entities = vec![turn.speaker.clone()];
+    for e in classify::entities(clause) {
+        if !entities.iter().any(|x| x.eq_ignore_ascii_case(&e)) {
+            entities.push(e);
+        }
+    }
+    let occurred_at = match (resolved.span, fact_type) {
+        (Some(span), _) => Some(dates::at_midnight(span.start)),
+        (None, FactType::Event) => Some(turn.ts),
+        _ => None,
+    };
+    let valid_until = match (resolved.span, fact_type) {
+        (Some(span), FactType::Plan) => {
+            Some(dates::at_midnight(span.end + chrono::Duration::days(1)))
+        }
+        _ => None,
+    };
+    Draft {
+        content,
+        fact_type,
+        entities,
+        importance,
+        confidence: None,
+        occurred_at,
+        valid_until,
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().collect::<String>() + chars.as_str(),
+        None => String::new(),
+    }
+}
+
+/// Cuts an over-long clause at word (or character) boundaries.
+fn chunk(clause: &str) -> Vec<String> {
+    if clause.chars().count() <= MAX_FACT_CHARS {
+        return vec![clause.to_string()];
+    }
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for word in clause.split_inclusive(char::is_whitespace) {
+        if current.chars().count() + word.chars().count() > MAX_FACT_CHARS && !current.is_empty() {
+            out.push(std::mem::take(&mut current).trim().to_string());
+        }
+        if word.chars().count() > MAX_FACT_CHARS {
+            let chars: Vec<char> = word.chars().collect();
+            for part in chars.chunks(MAX_FACT_CHARS) {
+                out.push(part.iter().collect::<String>().trim().to_string());
+            }
+        } else {
+            current.push_str(word);
+        }
+    }
+    if !current.trim().is_empty() {
+        out.push(current.trim().to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hindsight_shared::turn::{Role, Source, Trust, Turn};
+
+    fn kept(speaker: &str, content: &str) -> KeptTurn {
+        KeptTurn {
+            turn: Turn {
+                tenant: "t".into(),
+                turn_id: "d1".into(),
+                user_id: "u".into(),
+                session_id: "s".into(),
+                agent_id: None,
+                speaker: speaker.into(),
+                role: Role::User,
+                source: Source::User,
+                content: content.into(),
+                ts: chrono::DateTime::parse_from_rfc3339("2023-05-08T13:56:00Z")
+                    .map(|t| t.with_timezone(&chrono::Utc))
+                    .expect("valid"),
+                metadata: Default::default(),
+            },
+            trust: Trust::High,
+            quarantine: false,
+            flags: vec![],
+        }
+    }
+
+    #[test]
+    fn the_peanut_allergy_is_an_important_constraint() {
+        let facts = extract(&kept("Caroline", "I'm allergic to peanuts."));
+        assert_eq!(facts.len(), 1);
+        assert_eq!(facts[0].fact_type, FactType::Constraint);
+        assert!(facts[0].importance >= 0.8);
+        assert_eq!(facts[0].content, "Caroline is allergic to peanuts.");
+        let zh = extract(&kept("小王", "我对花生过敏"));
+        assert_eq!(zh[0].fact_type, FactType::Constraint);
+        assert!(zh[0].importance >= 0.8);
+        assert_eq!(zh[0].content, "小王对花生过敏");
+    }
+
+    #[test]
+    fn a_compound_statement_becomes_three_facts() {
+        let facts = extract(&kept(
+            "Li",
+            "I live in Chaoyang, Beijing, have a cat called Mimi and I'm allergic to peanuts",
+        ));
+        let contents: Vec<&str> = facts.iter().map(|f| f.content.as_str()).collect();
+        assert_eq!(
+            contents,
+            [
+                "Li lives in Chaoyang, Beijing",
+                "Li has a cat called Mimi",
+                "Li is allergic to peanuts"
+            ]
+        );
+        assert_eq!(facts[2].fact_type, FactType::Constraint);
+        assert!(facts[1].entities.contains(&"Mimi".to_string()));
+        let zh = extract(&kept(
+            "小李",
+            "我住在北京朝阳，有一只叫咪咪的猫，而且我对花生过敏",
+        ));
+        assert_eq!(zh.len(), 3, "{zh:?}");
+    }
+
+    #[test]
+    fn the_tight_shirt_is_an_event_and_a_preference() {
+        let facts = extract(&kept(
+            "Ann",
+            "the blue shirt I bought last time is a bit tight, I want one size up",
+        ));
+        let types: Vec<FactType> = facts.iter().map(|f| f.fact_type).collect();
+        assert_eq!(types, [FactType::Event, FactType::Preference]);
+        assert_eq!(facts[1].content, "Ann wants one size up");
+    }
+
+    #[test]
+    fn relative_dates_are_resolved_to_the_right_day() {
+        let facts = extract(&kept(
+            "Caroline",
+            "I went to a LGBTQ support group yesterday and it was so powerful.",
+        ));
+        assert!(
+            facts[0]
+                .content
+                .starts_with("Caroline went to a LGBTQ support group on 7 May 2023"),
+            "{facts:?}"
+        );
+        assert_eq!(
+            facts[0].occurred_at.map(|t| t.date_naive().to_string()),
+            Some("2023-05-07".into())
+        );
+        let zh = extract(&kept("小王", "我昨天去了医院"));
+        assert_eq!(zh[0].content, "小王2023年5月7日去了医院");
+    }
+
+    #[test]
+    fn chit_chat_sentences_are_dropped_but_a_lone_question_is_kept() {
+        let facts = extract(&kept(
+            "Mel",
+            "Wow, thanks! I started pottery classes last month.",
+        ));
+        assert_eq!(facts.len(), 1, "{facts:?}");
+        assert!(facts[0].content.contains("pottery"));
+        let q = extract(&kept(
+            "Mel",
+            "What did you think of the new exhibition downtown?",
+        ));
+        assert_eq!(q.len(), 1);
+        assert!(q[0].content.starts_with("Mel asked: "));
+    }
+
+    #[test]
+    fn asking_to_remember_raises_importance() {
+        let plain = extract(&kept("Jo", "My locker code is 4412."));
+        let asked = extract(&kept("Jo", "Please remember this: my locker code is 4412."));
+        assert!(asked.iter().map(|f| f.importance).fold(0.0, f32::max) > plain[0].importance);
+    }
+}

@@ -1,0 +1,238 @@
+use async_trait::async_trait;
+use futures::future::join_all;
+use hindsight_shared::{
+    Delivery, Outcome, Stage, Topic, events,
+    fact::{ExtractedBy, Fact},
+    store::{
+        Store,
+        turns::{Extraction, TurnKey},
+    },
+    turn::KeptTurn,
+};
+
+use crate::{
+    draft,
+    llm::{self, LlmExtractor},
+    rules,
+};
+
+/// The extract stage: kept turns in, facts out.
+///
+/// The facts of a turn are recorded in the archive before they are emitted,
+/// and a redelivered turn re-emits the recorded facts: an LLM is not
+/// deterministic, and a turn must never yield two different sets of facts.
+pub struct ExtractStage {
+    store: Store,
+    llm: Option<LlmExtractor>,
+    fallback_after: u64,
+}
+
+impl ExtractStage {
+    /// With `llm = None` the offline rules extract every turn.
+    pub fn new(store: Store, llm: Option<LlmExtractor>, fallback_after: u64) -> Self {
+        Self {
+            store,
+            llm,
+            fallback_after,
+        }
+    }
+}
+
+/// What became of one turn this time.
+enum Attempt {
+    Extracted {
+        facts: Vec<Fact>,
+        extractor: ExtractedBy,
+        no_facts_reason: Option<String>,
+    },
+    Retry(String),
+}
+
+impl ExtractStage {
+    async fn attempt(&self, delivery: &Delivery<KeptTurn>) -> Attempt {
+        let kept = &delivery.input;
+        let rules_with = |extractor: ExtractedBy| {
+            let facts = draft::finish(kept, rules::extract(kept), &extractor);
+            let reason = facts
+                .is_empty()
+                .then(|| "no statement worth remembering".to_string());
+            Attempt::Extracted {
+                facts,
+                extractor,
+                no_facts_reason: reason,
+            }
+        };
+        let Some(llm) = &self.llm else {
+            return rules_with(ExtractedBy::Rules);
+        };
+        match llm.extract(kept).await {
+            Ok(llm::Extraction::Facts(drafts)) => {
+                let extractor = ExtractedBy::Llm {
+                    model: llm.model().to_string(),
+                };
+                Attempt::Extracted {
+                    facts: draft::finish(kept, drafts, &extractor),
+                    extractor,
+                    no_facts_reason: None,
+                }
+            }
+            Ok(llm::Extraction::NoFacts(reason)) => Attempt::Extracted {
+                facts: Vec::new(),
+                extractor: ExtractedBy::Llm {
+                    model: llm.model().to_string(),
+                },
+                no_facts_reason: Some(reason),
+            },
+            Err(unavailable) if delivery.delivered >= self.fallback_after => {
+                tracing::warn!(
+                    tenant = %kept.turn.tenant,
+                    turn_id = %kept.turn.turn_id,
+                    deliveries = delivery.delivered,
+                    reason = %unavailable.reason,
+                    "LLM still unavailable: the rules extract this turn"
+                );
+                rules_with(ExtractedBy::RulesFallback)
+            }
+            Err(unavailable) => Attempt::Retry(unavailable.to_string()),
+        }
+    }
+}
+
+fn key(kept: &KeptTurn) -> TurnKey {
+    (kept.turn.tenant.clone(), kept.turn.turn_id.clone())
+}
+
+fn record(
+    kept: &KeptTurn,
+    facts: &[Fact],
+    extractor: &ExtractedBy,
+    no_facts_reason: Option<String>,
+) -> Extraction {
+    Extraction {
+        tenant: kept.turn.tenant.clone(),
+        turn_id: kept.turn.turn_id.clone(),
+        outcome: if facts.is_empty() {
+            "no_facts".into()
+        } else {
+            "facts".into()
+        },
+        reason: no_facts_reason,
+        extractor: Some(extractor.label()),
+        facts: serde_json::to_value(facts).ok(),
+    }
+}
+
+/// The outcome of a recorded extraction.
+fn outcome_of(extraction: &Extraction) -> Outcome<Fact> {
+    let facts: Vec<Fact> = extraction
+        .facts
+        .clone()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    if facts.is_empty() {
+        Outcome::Drop(format!(
+            "no_facts: {}",
+            extraction.reason.as_deref().unwrap_or("nothing extracted")
+        ))
+    } else {
+        Outcome::Emit(facts)
+    }
+}
+
+fn extractor_kind(extractor: &ExtractedBy) -> &'static str {
+    match extractor {
+        ExtractedBy::Rules => "rules",
+        ExtractedBy::Llm { .. } => "llm",
+        ExtractedBy::RulesFallback => "rules-fallback",
+    }
+}
+
+#[async_trait]
+impl Stage for ExtractStage {
+    type Input = KeptTurn;
+    type Output = Fact;
+
+    const NAME: &'static str = "extract";
+    const INPUT: Topic = Topic::Kept;
+    const OUTPUT: Option<Topic> = Some(Topic::Facts);
+
+    fn decode(&self, payload: &[u8]) -> Result<KeptTurn, String> {
+        serde_json::from_slice(payload).map_err(|e| format!("not a kept turn: {e}"))
+    }
+
+    async fn handle(&self, batch: &[Delivery<KeptTurn>]) -> Vec<Outcome<Fact>> {
+        let keys: Vec<TurnKey> = batch.iter().map(|d| key(&d.input)).collect();
+        let recorded = match self.store.extractions(&keys).await {
+            Ok(r) => r,
+            Err(e) => return retry_all(batch.len(), &format!("archive: {e}")),
+        };
+        let attempts = join_all(batch.iter().map(|d| async {
+            if recorded.contains_key(&key(&d.input)) {
+                None
+            } else {
+                Some(self.attempt(d).await)
+            }
+        }))
+        .await;
+
+        let mut new_records = Vec::new();
+        for (d, attempt) in batch.iter().zip(&attempts) {
+            if let Some(Attempt::Extracted {
+                facts,
+                extractor,
+                no_facts_reason,
+            }) = attempt
+            {
+                events::FactsExtracted {
+                    tenant: &d.input.turn.tenant,
+                    extractor: extractor_kind(extractor),
+                    count: facts.len(),
+                }
+                .emit();
+                new_records.push(record(&d.input, facts, extractor, no_facts_reason.clone()));
+            }
+        }
+        let mut stored = recorded;
+        if !new_records.is_empty() {
+            if let Err(e) = self.store.record_extractions(&new_records).await {
+                return retry_all(batch.len(), &format!("archive: {e}"));
+            }
+            // Read back: where another replica recorded first, its facts are the ones emitted.
+            let fresh: Vec<TurnKey> = new_records
+                .iter()
+                .map(|r| (r.tenant.clone(), r.turn_id.clone()))
+                .collect();
+            match self.store.extractions(&fresh).await {
+                Ok(r) => stored.extend(r),
+                Err(e) => return retry_all(batch.len(), &format!("archive: {e}")),
+            }
+        }
+
+        batch
+            .iter()
+            .zip(attempts)
+            .map(|(d, attempt)| match (stored.get(&key(&d.input)), attempt) {
+                (_, Some(Attempt::Retry(reason))) => Outcome::Retry(reason),
+                (Some(extraction), _) => outcome_of(extraction),
+                // A kept turn the archive does not know (published straight to
+                // `kept`): emit what was extracted.
+                (
+                    None,
+                    Some(Attempt::Extracted {
+                        facts,
+                        extractor,
+                        no_facts_reason,
+                    }),
+                ) => outcome_of(&record(&d.input, &facts, &extractor, no_facts_reason)),
+                (None, None) => Outcome::Retry("internal: extraction vanished".into()),
+            })
+            .collect()
+    }
+}
+
+fn retry_all(count: usize, reason: &str) -> Vec<Outcome<Fact>> {
+    tracing::warn!(%reason, "the batch will be retried");
+    (0..count)
+        .map(|_| Outcome::Retry(reason.to_string()))
+        .collect()
+}
