@@ -3,6 +3,7 @@
 //! variables (`hindsight config` lists them); logs go to stderr.
 
 mod cmd;
+mod locomo;
 mod stages;
 
 use clap::{Parser, Subcommand};
@@ -51,6 +52,11 @@ enum Command {
         #[command(subcommand)]
         command: cmd::bench::Command,
     },
+    /// Evaluate against the LoCoMo data (../shared/eval/).
+    Eval {
+        #[command(subcommand)]
+        command: cmd::eval::Command,
+    },
 }
 
 #[tokio::main]
@@ -65,6 +71,7 @@ async fn main() -> std::process::ExitCode {
         Command::Status(args) => cmd::status::run(args).await,
         Command::Config => cmd::config(),
         Command::Bench { command } => cmd::bench::run(command).await,
+        Command::Eval { command } => cmd::eval::run(command).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

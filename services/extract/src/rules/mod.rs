@@ -18,14 +18,167 @@ const MAX_FACT_CHARS: usize = 600;
 /// Sentences shorter than this (weighted as the filter weighs) are chit-chat.
 const MIN_SENTENCE_WEIGHT: usize = 6;
 
+/// Words that carry no fact on their own: reactions, greetings, courtesy.
+const REACTIONS: &[&str] = &[
+    "that's",
+    "thats",
+    "that",
+    "it's",
+    "its",
+    "it",
+    "is",
+    "so",
+    "really",
+    "very",
+    "too",
+    "cool",
+    "sweet",
+    "great",
+    "awesome",
+    "amazing",
+    "nice",
+    "wow",
+    "whoa",
+    "totally",
+    "agree",
+    "agreed",
+    "yep",
+    "yeah",
+    "yes",
+    "hey",
+    "hi",
+    "hello",
+    "lovely",
+    "beautiful",
+    "wonderful",
+    "fantastic",
+    "incredible",
+    "congrats",
+    "congratulations",
+    "glad",
+    "sounds",
+    "fun",
+    "talk",
+    "soon",
+    "see",
+    "later",
+    "take",
+    "care",
+    "bye",
+    "good",
+    "luck",
+    "you",
+    "your",
+    "you've",
+    "you're",
+    "got",
+    "guts",
+    "thanks",
+    "thank",
+    "a",
+    "an",
+    "the",
+    "and",
+    "for",
+    "to",
+    "of",
+    "what",
+    "how",
+    "about",
+    "sharing",
+    "share",
+    "wish",
+    "best",
+    "all",
+    "oh",
+    "ah",
+    "aw",
+    "aww",
+    "ha",
+    "haha",
+    "lol",
+    "omg",
+    "sure",
+    "absolutely",
+    "definitely",
+    "right",
+    "true",
+    "exactly",
+    "indeed",
+    "well",
+    "by",
+    "way",
+    "look",
+    "this",
+    "at",
+    "me",
+    "same",
+    "here",
+    "now",
+    "again",
+    "such",
+    "just",
+    "must",
+    "be",
+    "been",
+    "going",
+    "are",
+    "doing",
+    "hope",
+    "hear",
+    "heard",
+    "happy",
+    "proud",
+    "inspiring",
+    "keep",
+    "up",
+    "work",
+    "on",
+    "out",
+];
+
+/// A sentence made only of reactions and names ("Hey Mel!", "That's really cool.", "Talk to you soon!").
+fn is_reaction(sentence: &str) -> bool {
+    let words: Vec<String> = sentence
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.replace('’', "'"))
+        .collect();
+    !words.is_empty()
+        && sentence.is_ascii()
+        && words.iter().enumerate().all(|(i, w)| {
+            let lower = w.to_lowercase();
+            REACTIONS.contains(&lower.as_str())
+                || (i > 0 && w.chars().next().is_some_and(char::is_uppercase))
+        })
+}
+
+/// `[shares a photo: …]`, as LoCoMo and chat clients render an image.
+static PHOTO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"\[shares? an? (photo|image|picture)(?: of)?:\s*(?P<what>[^\]]+)\]")
+        .unwrap_or_else(|e| panic!("photo pattern: {e}"))
+});
+
 /// Extracts the facts of one kept turn.
 pub fn extract(kept: &KeptTurn) -> Vec<Draft> {
     let turn = &kept.turn;
     let emphasised = classify::is_emphasised(&turn.content);
     let mut clauses: Vec<(String, bool)> = Vec::new();
-    for sentence in sentences::sentences(&turn.content) {
+    let photos: Vec<String> = PHOTO
+        .captures_iter(&turn.content)
+        .filter_map(|c| {
+            Some(format!(
+                "I shared a {}: {}",
+                c.get(1)?.as_str(),
+                c.name("what")?.as_str().trim()
+            ))
+        })
+        .collect();
+    let text = PHOTO.replace_all(&turn.content, "");
+    for sentence in sentences::sentences(&text).into_iter().chain(photos) {
         if chitchat::is_pleasantry(&sentence)
             || chitchat::weighted_len(&sentence) < MIN_SENTENCE_WEIGHT
+            || is_reaction(&sentence)
         {
             continue;
         }
@@ -248,6 +401,22 @@ mod tests {
         ));
         assert_eq!(q.len(), 1);
         assert!(q[0].content.starts_with("Mel asked: "));
+    }
+
+    #[test]
+    fn reactions_are_not_facts_but_photos_are() {
+        let facts = extract(&kept(
+            "Mel",
+            "Hey Caroline! That's really cool. I adopted a puppy. [shares a photo: a beagle on a sofa]",
+        ));
+        let contents: Vec<&str> = facts.iter().map(|f| f.content.as_str()).collect();
+        assert_eq!(
+            contents,
+            [
+                "Mel adopted a puppy.",
+                "Mel shared a photo: a beagle on a sofa"
+            ]
+        );
     }
 
     #[test]

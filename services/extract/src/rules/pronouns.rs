@@ -100,7 +100,7 @@ static FIRST_PERSON: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
         \b(?P<contraction>I'm|I’m|I've|I’ve|I'll|I’ll|I'd|I’d)\b
-      | \bI\s+(?P<adverb>usually|always|never|often|sometimes|still|also|really|just)\s+(?P<verb2>[a-z]+)\b
+      | \bI\s+(?P<adverb>usually|always|never|often|sometimes|still|also|really|just|totally|completely|definitely|truly|actually|honestly|absolutely|certainly|kinda|already|finally|recently|especially|personally|rarely|seldom|genuinely|even)\s+(?P<verb2>[a-z]+)\b
       | \bI\s+(?P<verb>am|have|do|go|[a-z]+)\b
       | \b(?P<i>I)\b
       | \b(?P<my>[Mm]y)\b
@@ -141,7 +141,14 @@ pub fn third_person_text(text: &str, speaker: &str) -> String {
             };
             return format!("{speaker} {agreed}");
         }
-        if c.name("i").is_some() || c.name("me").is_some() || c.name("myself").is_some() {
+        if let Some(me) = c.name("me") {
+            // "me-time" is not about the speaker as an object.
+            if text[me.end()..].starts_with('-') {
+                return me.as_str().to_string();
+            }
+            return speaker.to_string();
+        }
+        if c.name("i").is_some() || c.name("myself").is_some() {
             return speaker.to_string();
         }
         // "my" and "mine"
@@ -193,6 +200,8 @@ mod tests {
                 "Caroline's sister gave Caroline a book",
             ),
             ("I've been running", "Caroline has been running"),
+            ("I totally agree", "Caroline totally agrees"),
+            ("some me-time for me", "some me-time for Caroline"),
         ];
         for (text, expected) in cases {
             assert_eq!(third_person_text(text, "Caroline"), expected);

@@ -93,7 +93,7 @@ async fn filter(turns: usize) -> anyhow::Result<FilterReport> {
     let shutdown = CancellationToken::new();
     let running = service::start(
         &ctx,
-        vec![stages::task(StageName::Filter, &ctx)],
+        vec![stages::task(StageName::Filter, &ctx)?],
         shutdown.clone(),
     )
     .await?;

@@ -1,5 +1,6 @@
 pub mod bench;
 pub mod dlq;
+pub mod eval;
 pub mod publish;
 pub mod status;
 pub mod streams;

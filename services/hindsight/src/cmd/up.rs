@@ -12,7 +12,10 @@ async fn start(process: &'static str, names: &[StageName], announce: bool) -> an
     let _ = hindsight_shared::telemetry::prometheus();
     config.log_startup(process);
     let ctx = Context::boot(config).await?;
-    let tasks = names.iter().map(|n| stages::task(*n, &ctx)).collect();
+    let tasks = names
+        .iter()
+        .map(|n| stages::task(*n, &ctx))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let running = service::start(&ctx, tasks, shutdown::on_signal()).await?;
     let readiness = running.readiness.clone();
     let addr = running.http_addr;
@@ -35,8 +38,5 @@ pub async fn up() -> anyhow::Result<()> {
 }
 
 pub async fn run(stage: StageName) -> anyhow::Result<()> {
-    let process = match stage {
-        StageName::Filter => "filter",
-    };
-    start(process, &[stage], false).await
+    start(stage.name(), &[stage], false).await
 }

@@ -1,0 +1,181 @@
+//! `hindsight eval extraction`: how much of LoCoMo's evidence survives the
+//! filter and the rules extractor, offline (the same functions the stages run).
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    path::PathBuf,
+};
+
+use hindsight_extract::rules;
+use hindsight_filter::rules::{Fate, judge};
+use hindsight_shared::turn::{KeptTurn, parse_envelope};
+use serde::Serialize;
+
+use crate::locomo;
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Share of LoCoMo evidence turns (question categories 1–4) from which the
+    /// filter and the rules extractor produce at least one fact.
+    Extraction {
+        /// The LoCoMo JSON file (e.g. ../shared/eval/locomo-dev.json).
+        path: PathBuf,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Also print the facts of the first N kept turns (to stderr), to read what extraction makes of them.
+        #[arg(long, default_value_t = 0)]
+        sample: usize,
+    },
+}
+
+#[derive(Serialize)]
+struct ExtractionReport {
+    turns: usize,
+    kept: usize,
+    facts: usize,
+    evidence_turns: usize,
+    covered: usize,
+    coverage: f64,
+    per_category: BTreeMap<u8, f64>,
+    dropped_evidence: Vec<String>,
+    /// Evidence ids that name no turn of the data set (left out of the share).
+    missing_evidence: Vec<String>,
+    seconds: f64,
+    turns_per_s: f64,
+}
+
+pub async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Extraction { path, json, sample } => {
+            let report = extraction(&path, sample)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                println!(
+                    "{} turns → {} kept → {} facts ({:.0} turns/s); evidence coverage {:.3} ({} of {} evidence turns)",
+                    report.turns,
+                    report.kept,
+                    report.facts,
+                    report.turns_per_s,
+                    report.coverage,
+                    report.covered,
+                    report.evidence_turns
+                );
+                for (category, share) in &report.per_category {
+                    println!("  category {category}: {share:.3}");
+                }
+                if !report.missing_evidence.is_empty() {
+                    println!(
+                        "  evidence ids naming no turn (left out): {}",
+                        report.missing_evidence.join(", ")
+                    );
+                }
+                if !report.dropped_evidence.is_empty() {
+                    println!(
+                        "  evidence without a fact: {}",
+                        report.dropped_evidence.join(", ")
+                    );
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn extraction(path: &PathBuf, sample: usize) -> anyhow::Result<ExtractionReport> {
+    let data = locomo::load(path)?;
+    let started = std::time::Instant::now();
+    let mut previous: HashMap<(String, String), String> = HashMap::new();
+    let mut with_facts: HashSet<(String, String)> = HashSet::new();
+    let (mut kept_count, mut facts) = (0, 0);
+    for t in &data.turns {
+        let envelope = t.envelope().to_string();
+        let turn = parse_envelope(envelope.as_bytes(), locomo::TENANT, t.ts)?;
+        let speaker_key = (turn.session_id.clone(), turn.speaker.clone());
+        let verdict = judge(&turn, previous.get(&speaker_key).map(String::as_str));
+        previous.insert(speaker_key, verdict.content.clone());
+        if verdict.fate != Fate::Keep {
+            continue;
+        }
+        kept_count += 1;
+        let trust = turn.source.trust();
+        let kept = KeptTurn {
+            turn,
+            trust,
+            quarantine: verdict.quarantine,
+            flags: verdict.flags,
+        };
+        let drafts = rules::extract(&kept);
+        if kept_count <= sample {
+            eprintln!("{} {}: {}", t.turn_id, t.speaker, t.content);
+            for d in &drafts {
+                eprintln!(
+                    "    [{} {:.1}] {}",
+                    d.fact_type.as_str(),
+                    d.importance,
+                    d.content
+                );
+            }
+        }
+        facts += drafts.len();
+        if !drafts.is_empty() {
+            with_facts.insert((t.user_id.clone(), t.turn_id.clone()));
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+
+    let known: HashSet<(String, String)> = data
+        .turns
+        .iter()
+        .map(|t| (t.user_id.clone(), t.turn_id.clone()))
+        .collect();
+    let mut evidence: BTreeMap<(String, String), Vec<u8>> = BTreeMap::new();
+    let mut missing_evidence = Vec::new();
+    for q in data
+        .questions
+        .iter()
+        .filter(|q| (1..=4).contains(&q.category))
+    {
+        for e in &q.evidence {
+            let key = (q.user_id.clone(), e.clone());
+            if known.contains(&key) {
+                evidence.entry(key).or_default().push(q.category);
+            } else {
+                missing_evidence.push(format!("{}/{e}", q.user_id));
+            }
+        }
+    }
+    let covered = evidence.keys().filter(|k| with_facts.contains(*k)).count();
+    let mut per_category: BTreeMap<u8, (usize, usize)> = BTreeMap::new();
+    for (key, categories) in &evidence {
+        for c in categories {
+            let entry = per_category.entry(*c).or_default();
+            entry.0 += 1;
+            if with_facts.contains(key) {
+                entry.1 += 1;
+            }
+        }
+    }
+    let dropped_evidence = evidence
+        .keys()
+        .filter(|k| !with_facts.contains(*k))
+        .map(|(u, t)| format!("{u}/{t}"))
+        .collect();
+    Ok(ExtractionReport {
+        turns: data.turns.len(),
+        kept: kept_count,
+        facts,
+        evidence_turns: evidence.len(),
+        covered,
+        coverage: covered as f64 / evidence.len().max(1) as f64,
+        per_category: per_category
+            .into_iter()
+            .map(|(c, (n, k))| (c, k as f64 / n.max(1) as f64))
+            .collect(),
+        dropped_evidence,
+        missing_evidence,
+        seconds,
+        turns_per_s: data.turns.len() as f64 / seconds.max(1e-9),
+    })
+}

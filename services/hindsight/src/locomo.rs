@@ -1,0 +1,167 @@
+//! The LoCoMo evaluation data (../shared/eval/README.md): conversations as
+//! turns under the evaluation protocol, and questions with their evidence.
+
+use std::{collections::BTreeMap, path::Path};
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The tenant every LoCoMo conversation is published under.
+pub const TENANT: &str = "locomo";
+
+#[derive(Debug, Clone)]
+pub struct Turn {
+    pub user_id: String,
+    pub session_id: String,
+    pub turn_id: String,
+    pub speaker: String,
+    pub ts: DateTime<Utc>,
+    pub content: String,
+}
+
+impl Turn {
+    /// The envelope an agent would publish for this turn.
+    pub fn envelope(&self) -> Value {
+        json!({
+            "tenant": TENANT,
+            "user_id": self.user_id,
+            "session_id": self.session_id,
+            "turn_id": self.turn_id,
+            "speaker": self.speaker,
+            "role": "user",
+            "ts": self.ts.to_rfc3339(),
+            "content": self.content,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Question {
+    pub user_id: String,
+    pub category: u8,
+    /// Turn ids (`D<session>:<turn>`).
+    pub evidence: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Dataset {
+    pub turns: Vec<Turn>,
+    pub questions: Vec<Question>,
+}
+
+#[derive(Deserialize)]
+struct RawConversation {
+    sample_id: String,
+    conversation: BTreeMap<String, Value>,
+    qa: Vec<RawQuestion>,
+}
+
+#[derive(Deserialize)]
+struct RawQuestion {
+    #[serde(default)]
+    evidence: Vec<String>,
+    category: u8,
+}
+
+/// `"1:56 pm on 8 May, 2023"` as UTC.
+pub fn parse_date(text: &str) -> Option<DateTime<Utc>> {
+    let normalised = text.trim().replace("am", "AM").replace("pm", "PM");
+    NaiveDateTime::parse_from_str(&normalised, "%I:%M %p on %d %B, %Y")
+        .ok()
+        .map(|t| t.and_utc())
+}
+
+/// Evidence ids, repaired: `"D8:6; D9:17"` → two ids, `"D:11:26"` → `D11:26`, `"D30:05"` → `D30:5`.
+pub fn parse_evidence(raw: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in raw {
+        for token in entry.split([';', ',', ' ']).filter(|t| !t.is_empty()) {
+            let numbers: Vec<u32> = token
+                .trim_start_matches('D')
+                .split(':')
+                .filter(|p| !p.is_empty())
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            if let [session, turn] = numbers[..] {
+                out.push(format!("D{session}:{turn}"));
+            }
+        }
+    }
+    out
+}
+
+pub fn load(path: &Path) -> anyhow::Result<Dataset> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    let raw: Vec<RawConversation> = serde_json::from_str(&text)?;
+    let mut data = Dataset::default();
+    for conv in raw {
+        let mut sessions: Vec<(u32, &Vec<Value>)> = conv
+            .conversation
+            .iter()
+            .filter_map(|(k, v)| {
+                let n = k.strip_prefix("session_")?.parse::<u32>().ok()?;
+                Some((n, v.as_array()?))
+            })
+            .collect();
+        sessions.sort_by_key(|(n, _)| *n);
+        for (n, turns) in sessions {
+            let date = conv
+                .conversation
+                .get(&format!("session_{n}_date_time"))
+                .and_then(Value::as_str)
+                .and_then(parse_date)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("{}: session {n} has no readable date", conv.sample_id)
+                })?;
+            for t in turns {
+                let (Some(speaker), Some(dia_id)) = (t["speaker"].as_str(), t["dia_id"].as_str())
+                else {
+                    continue;
+                };
+                let mut content = t["text"].as_str().unwrap_or_default().to_string();
+                if let Some(caption) = t.get("blip_caption").and_then(Value::as_str) {
+                    content = format!("{content} [shares a photo: {caption}]")
+                        .trim()
+                        .to_string();
+                }
+                data.turns.push(Turn {
+                    user_id: conv.sample_id.clone(),
+                    session_id: format!("{}/session_{n}", conv.sample_id),
+                    turn_id: dia_id.to_string(),
+                    speaker: speaker.to_string(),
+                    ts: date,
+                    content,
+                });
+            }
+        }
+        for q in conv.qa {
+            data.questions.push(Question {
+                user_id: conv.sample_id.clone(),
+                category: q.category,
+                evidence: parse_evidence(&q.evidence),
+            });
+        }
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_malformed_evidence_are_read() {
+        assert_eq!(
+            parse_date("1:56 pm on 8 May, 2023").map(|d| d.to_rfc3339()),
+            Some("2023-05-08T13:56:00+00:00".into())
+        );
+        assert_eq!(
+            parse_date("10:37 am on 27 June, 2023").map(|d| d.to_rfc3339()),
+            Some("2023-06-27T10:37:00+00:00".into())
+        );
+        let raw = vec!["D8:6; D9:17".to_string(), "D:11:26".into(), "D30:05".into()];
+        assert_eq!(parse_evidence(&raw), ["D8:6", "D9:17", "D11:26", "D30:5"]);
+    }
+}
