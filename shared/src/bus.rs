@@ -32,7 +32,7 @@ impl Bus {
                 .connection_timeout(Duration::from_secs(5))
                 .event_callback(|event| async move {
                     match event {
-                        async_nats::Event::Connected => {
+                        async_nats::Event::Connected | async_nats::Event::Closed => {
                             tracing::debug!(%event, "nats connection event")
                         }
                         _ => tracing::warn!(%event, "nats connection event"),

@@ -17,6 +17,8 @@ use hindsight_shared::{
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub mod fake_llm;
+
 pub use hindsight_shared;
 
 /// A sandboxed deployment: namespace, database and data directory of its own.

@@ -194,18 +194,27 @@ impl Stage for ExtractStage {
         }
         let mut stored = recorded;
         if !new_records.is_empty() {
-            if let Err(e) = self.store.record_extractions(&new_records).await {
-                return retry_all(batch.len(), &format!("archive: {e}"));
-            }
-            // Read back: where another replica recorded first, its facts are the ones emitted.
-            let fresh: Vec<TurnKey> = new_records
+            let written = match self.store.record_extractions(&new_records).await {
+                Ok(w) => w,
+                Err(e) => return retry_all(batch.len(), &format!("archive: {e}")),
+            };
+            // Where another replica recorded first, its facts are the ones emitted.
+            let lost: Vec<TurnKey> = new_records
                 .iter()
                 .map(|r| (r.tenant.clone(), r.turn_id.clone()))
+                .filter(|k| !written.contains(k))
                 .collect();
-            match self.store.extractions(&fresh).await {
-                Ok(r) => stored.extend(r),
+            let theirs = match self.store.extractions(&lost).await {
+                Ok(r) => r,
                 Err(e) => return retry_all(batch.len(), &format!("archive: {e}")),
+            };
+            for record in new_records {
+                let key = (record.tenant.clone(), record.turn_id.clone());
+                if written.contains(&key) {
+                    stored.insert(key, record);
+                }
             }
+            stored.extend(theirs);
         }
 
         batch

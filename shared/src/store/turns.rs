@@ -225,17 +225,19 @@ impl Store {
     }
 
     /// Records extractions; the first one recorded for a turn wins, so a
-    /// redelivery can never replace facts that were already emitted.
-    pub async fn record_extractions(&self, rows: &[Extraction]) -> Result<(), StoreError> {
+    /// redelivery can never replace facts that were already emitted. Returns
+    /// the turns this call recorded.
+    pub async fn record_extractions(&self, rows: &[Extraction]) -> Result<HashSet<TurnKey>, StoreError> {
         if rows.is_empty() {
-            return Ok(());
+            return Ok(HashSet::new());
         }
-        sqlx::query(
+        let recorded: Vec<(String, String)> = sqlx::query_as(
             "UPDATE turns t
              SET extract_outcome = r.outcome, extract_reason = r.reason, extractor = r.extractor, facts = r.facts
              FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[])
                   AS r(tenant, turn_id, outcome, reason, extractor, facts)
-             WHERE t.tenant = r.tenant AND t.turn_id = r.turn_id AND t.extract_outcome IS NULL",
+             WHERE t.tenant = r.tenant AND t.turn_id = r.turn_id AND t.extract_outcome IS NULL
+             RETURNING t.tenant, t.turn_id",
         )
         .bind(rows.iter().map(|r| r.tenant.clone()).collect::<Vec<_>>())
         .bind(rows.iter().map(|r| r.turn_id.clone()).collect::<Vec<_>>())
@@ -243,8 +245,8 @@ impl Store {
         .bind(rows.iter().map(|r| r.reason.clone()).collect::<Vec<_>>())
         .bind(rows.iter().map(|r| r.extractor.clone()).collect::<Vec<_>>())
         .bind(rows.iter().map(|r| r.facts.clone()).collect::<Vec<_>>())
-        .execute(&self.pool)
+        .fetch_all(&self.pool)
         .await?;
-        Ok(())
+        Ok(recorded.into_iter().collect())
     }
 }

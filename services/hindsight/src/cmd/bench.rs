@@ -27,15 +27,29 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Turns and facts per second through the extract stage alone (the
+    /// configured extractor: the rules unless HINDSIGHT_LLM_BASE_URL is set).
+    /// The filter first fills `kept`; the clock runs from the extract stage's
+    /// start until every turn's facts are on `facts`.
+    Extract {
+        /// How many turns to publish.
+        #[arg(long, default_value_t = 20_000)]
+        turns: usize,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Serialize)]
-struct FilterReport {
+struct Report {
+    stage: &'static str,
     turns: usize,
-    kept: u64,
-    publish_seconds: f64,
+    /// Messages the stage emitted (kept turns, facts).
+    emitted: u64,
     seconds: f64,
     turns_per_s: f64,
+    emitted_per_s: f64,
 }
 
 const CITIES: &[&str] = &[
@@ -70,56 +84,46 @@ fn turn(tenant: &str, i: usize) -> serde_json::Value {
 }
 
 pub async fn run(command: Command) -> anyhow::Result<()> {
-    match command {
-        Command::Filter { turns, json } => {
-            let report = filter(turns).await?;
-            if json {
-                println!("{}", serde_json::to_string(&report)?);
-            } else {
-                println!(
-                    "filter: {} turns kept in {:.2} s → {:.0} turns/s end to end (publishing took {:.2} s)",
-                    report.kept, report.seconds, report.turns_per_s, report.publish_seconds
-                );
-            }
-            Ok(())
-        }
+    let (report, json) = match command {
+        Command::Filter { turns, json } => (bench(StageName::Filter, turns).await?, json),
+        Command::Extract { turns, json } => (bench(StageName::Extract, turns).await?, json),
+    };
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "{}: {} turns in {:.2} s → {:.0} turns/s, {:.0} outputs/s ({} outputs)",
+            report.stage, report.turns, report.seconds, report.turns_per_s, report.emitted_per_s, report.emitted
+        );
     }
+    Ok(())
 }
 
-async fn filter(turns: usize) -> anyhow::Result<FilterReport> {
+/// Runs the pipeline up to `stage` in a sandbox and times that stage.
+async fn bench(stage: StageName, turns: usize) -> anyhow::Result<Report> {
     let base = super::setup()?;
     let sandbox = Sandbox::new(&base, "bench");
     let ctx = Context::boot(sandbox.config.clone()).await?;
     let shutdown = CancellationToken::new();
-    let running = service::start(
-        &ctx,
-        vec![stages::task(StageName::Filter, &ctx)?],
-        shutdown.clone(),
-    )
-    .await?;
-    running.readiness.wait().await;
-
-    let result = measure(&ctx, turns).await;
+    let result = measure(&ctx, stage, turns, &shutdown).await;
     shutdown.cancel();
-    running.wait().await?;
     sandbox.remove(&ctx.bus).await?;
     result
 }
 
-async fn measure(ctx: &Context, turns: usize) -> anyhow::Result<FilterReport> {
-    let ns = &ctx.config.namespace;
-    let tenant = "bench";
-    let payloads: Vec<Vec<u8>> = (0..turns)
-        .map(|i| turn(tenant, i).to_string().into_bytes())
-        .collect();
-    let subject = ns.subject(Topic::Turns, tenant);
-    let mut kept_stream = ctx.bus.js.get_stream(ns.stream_name("KEPT")).await?;
+async fn start(ctx: &Context, stage: StageName, shutdown: &CancellationToken) -> anyhow::Result<service::Running> {
+    let running = service::start(ctx, vec![stages::task(stage, ctx)?], shutdown.clone()).await?;
+    running.readiness.wait().await;
+    Ok(running)
+}
 
-    let started = Instant::now();
+async fn publish(ctx: &Context, turns: usize) -> anyhow::Result<()> {
+    let tenant = "bench";
+    let subject = ctx.config.namespace.subject(Topic::Turns, tenant);
     let mut in_flight: Vec<PublishAckFuture> = Vec::with_capacity(1024);
-    for (i, payload) in payloads.into_iter().enumerate() {
+    for i in 0..turns {
         let msg = jetstream::message::PublishMessage::build()
-            .payload(payload.into())
+            .payload(turn(tenant, i).to_string().into_bytes().into())
             .message_id(format!("{tenant}:bench-{i}"));
         in_flight.push(ctx.bus.js.send_publish(subject.clone(), msg).await?);
         if in_flight.len() == 1024 {
@@ -131,25 +135,64 @@ async fn measure(ctx: &Context, turns: usize) -> anyhow::Result<FilterReport> {
     for ack in in_flight.drain(..) {
         ack.await?;
     }
-    let publish_seconds = started.elapsed().as_secs_f64();
+    Ok(())
+}
 
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let kept = loop {
-        let kept = kept_stream.info().await?.state.messages;
-        if kept >= turns as u64 || Instant::now() > deadline {
-            break kept;
+async fn messages(ctx: &Context, stream: &str) -> anyhow::Result<u64> {
+    let mut stream = ctx.bus.js.get_stream(ctx.config.namespace.stream_name(stream)).await?;
+    Ok(stream.info().await?.state.messages)
+}
+
+async fn until(what: &str, mut done: impl AsyncFnMut() -> anyhow::Result<bool>) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(900);
+    while !done().await? {
+        if Instant::now() > deadline {
+            anyhow::bail!("{what} did not happen within 15 minutes");
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    let seconds = started.elapsed().as_secs_f64();
-    if kept < turns as u64 {
-        anyhow::bail!("only {kept} of {turns} turns were kept within 10 minutes");
     }
-    Ok(FilterReport {
+    Ok(())
+}
+
+async fn measure(ctx: &Context, stage: StageName, turns: usize, shutdown: &CancellationToken) -> anyhow::Result<Report> {
+    let filter = start(ctx, StageName::Filter, shutdown).await?;
+    let (started, seconds, emitted) = match stage {
+        StageName::Filter => {
+            let started = Instant::now();
+            publish(ctx, turns).await?;
+            until("every turn on kept", async || Ok(messages(ctx, "KEPT").await? >= turns as u64)).await?;
+            (started, started.elapsed().as_secs_f64(), messages(ctx, "KEPT").await?)
+        }
+        StageName::Extract => {
+            publish(ctx, turns).await?;
+            until("every turn on kept", async || Ok(messages(ctx, "KEPT").await? >= turns as u64)).await?;
+            let started = Instant::now();
+            let extract = start(ctx, StageName::Extract, shutdown).await?;
+            until("every turn's facts on facts", async || {
+                let (settled, facts): (i64, i64) = sqlx::query_as(
+                    "SELECT count(*), coalesce(sum(jsonb_array_length(facts)), 0)::bigint
+                     FROM turns WHERE extract_outcome IS NOT NULL",
+                )
+                .fetch_one(&ctx.store.pool)
+                .await?;
+                Ok(settled >= turns as i64 && messages(ctx, "FACTS").await? >= facts as u64)
+            })
+            .await?;
+            let seconds = started.elapsed().as_secs_f64();
+            shutdown.cancel();
+            extract.wait().await?;
+            (started, seconds, messages(ctx, "FACTS").await?)
+        }
+    };
+    let _ = started;
+    shutdown.cancel();
+    filter.wait().await?;
+    Ok(Report {
+        stage: stage.name(),
         turns,
-        kept,
-        publish_seconds,
+        emitted,
         seconds,
         turns_per_s: turns as f64 / seconds,
+        emitted_per_s: emitted as f64 / seconds,
     })
 }
