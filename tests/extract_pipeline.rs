@@ -17,7 +17,8 @@ use hindsight_tests::{
 };
 use serde_json::{Value, json};
 
-const CONTENT: &str = "I live in Chaoyang, Beijing, have a cat called Mimi and I'm allergic to peanuts";
+const CONTENT: &str =
+    "I live in Chaoyang, Beijing, have a cat called Mimi and I'm allergic to peanuts";
 
 fn good_facts() -> String {
     json!({"facts": [
@@ -35,7 +36,10 @@ struct Run {
 }
 
 impl Run {
-    async fn start(script: impl FnMut(usize, &Value) -> Reply + Send + 'static, adjust: impl FnOnce(&mut Config)) -> Self {
+    async fn start(
+        script: impl FnMut(usize, &Value) -> Reply + Send + 'static,
+        adjust: impl FnOnce(&mut Config),
+    ) -> Self {
         let llm = FakeLlm::start(script).await;
         let base_url = llm.base_url();
         let deployment = Deployment::new("test", |c| {
@@ -48,10 +52,18 @@ impl Run {
             adjust(c);
         })
         .await;
-        let filter = deployment.start(FilterStage::new(deployment.ctx.store.clone())).await;
-        let extract = hindsight_extract::from_config(deployment.config(), deployment.ctx.store.clone()).expect("stage");
+        let filter = deployment
+            .start(FilterStage::new(deployment.ctx.store.clone()))
+            .await;
+        let extract =
+            hindsight_extract::from_config(deployment.config(), deployment.ctx.store.clone())
+                .expect("stage");
         let extract = deployment.start(extract).await;
-        Self { deployment, llm, stages: vec![filter, extract] }
+        Self {
+            deployment,
+            llm,
+            stages: vec![filter, extract],
+        }
     }
 
     async fn publish(&self, turn_id: &str) {
@@ -59,11 +71,17 @@ impl Run {
             "tenant": "acme", "user_id": "li", "session_id": format!("s-{turn_id}"), "turn_id": turn_id,
             "speaker": "Li", "ts": "2023-05-08T13:56:00Z", "content": CONTENT,
         });
-        self.deployment.publish_raw("acme", turn.to_string().into_bytes()).await;
+        self.deployment
+            .publish_raw("acme", turn.to_string().into_bytes())
+            .await;
     }
 
     /// Waits until the turn's extraction is recorded and nothing is left in flight.
-    async fn outcome(&self, turn_id: &str, within: Duration) -> (String, Option<String>, Option<String>) {
+    async fn outcome(
+        &self,
+        turn_id: &str,
+        within: Duration,
+    ) -> (String, Option<String>, Option<String>) {
         let pool = self.deployment.ctx.store.pool.clone();
         let query = || {
             let pool = pool.clone();
@@ -78,7 +96,8 @@ impl Run {
             }
         };
         eventually("the extraction is recorded", within, || async {
-            matches!(query().await, Some((Some(_), _, _))) && self.deployment.backlog("KEPT", "extract").await == 0
+            matches!(query().await, Some((Some(_), _, _)))
+                && self.deployment.backlog("KEPT", "extract").await == 0
         })
         .await;
         let (outcome, reason, extractor) = query().await.expect("row");
@@ -98,7 +117,10 @@ impl Run {
         let facts = self.facts().await;
         let ids: HashSet<&str> = facts.iter().map(|f| f.fact_id.as_str()).collect();
         assert_eq!(ids.len(), facts.len(), "no fact is emitted twice");
-        assert!(self.deployment.dead_letters().await.is_empty(), "no turn went to the DLQ");
+        assert!(
+            self.deployment.dead_letters().await.is_empty(),
+            "no turn went to the DLQ"
+        );
         for stage in self.stages {
             stage.stop().await;
         }
@@ -111,21 +133,45 @@ async fn good_json_becomes_typed_facts() {
     let run = Run::start(|_, _| Reply::Content(good_facts()), |_| {}).await;
     run.publish("t1").await;
     let (outcome, _, extractor) = run.outcome("t1", Duration::from_secs(20)).await;
-    assert_eq!((outcome.as_str(), extractor.as_deref()), ("facts", Some("llm:fake-model")));
+    assert_eq!(
+        (outcome.as_str(), extractor.as_deref()),
+        ("facts", Some("llm:fake-model"))
+    );
     let facts = run.facts().await;
     assert_eq!(facts.len(), 3);
     assert_eq!(facts[2].fact_id, "t1#2");
     assert_eq!(facts[2].fact_type.as_str(), "constraint");
-    assert!(facts.iter().all(|f| f.turn_id == "t1" && f.speaker == "Li" && !f.quarantine));
+    assert!(
+        facts
+            .iter()
+            .all(|f| f.turn_id == "t1" && f.speaker == "Li" && !f.quarantine)
+    );
     let request = &run.llm.requests()[0];
-    assert_eq!(request["response_format"]["type"], "json_schema", "structured output is asked for first");
-    assert!(request["messages"][1]["content"].as_str().unwrap_or_default().contains("Chaoyang"));
+    assert_eq!(
+        request["response_format"]["type"], "json_schema",
+        "structured output is asked for first"
+    );
+    assert!(
+        request["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Chaoyang")
+    );
     run.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_inside_prose_is_found() {
-    let run = Run::start(|_, _| Reply::Content(format!("Here you go:\n```json\n{}\n```\nAnything else?", good_facts())), |_| {}).await;
+    let run = Run::start(
+        |_, _| {
+            Reply::Content(format!(
+                "Here you go:\n```json\n{}\n```\nAnything else?",
+                good_facts()
+            ))
+        },
+        |_| {},
+    )
+    .await;
     run.publish("t1").await;
     assert_eq!(run.outcome("t1", Duration::from_secs(20)).await.0, "facts");
     assert_eq!(run.facts().await.len(), 3);
@@ -134,14 +180,22 @@ async fn json_inside_prose_is_found() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_json_is_recorded_as_no_facts_without_a_retry_loop() {
-    let run = Run::start(|_, _| Reply::Content("{\"facts\": [{\"content\": \"Li lives in".into()), |_| {}).await;
+    let run = Run::start(
+        |_, _| Reply::Content("{\"facts\": [{\"content\": \"Li lives in".into()),
+        |_| {},
+    )
+    .await;
     run.publish("t1").await;
     let (outcome, reason, _) = run.outcome("t1", Duration::from_secs(20)).await;
     assert_eq!(outcome, "no_facts");
     assert!(reason.unwrap_or_default().contains("unusable model output"));
     assert!(run.facts().await.is_empty());
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(run.llm.calls(), 1, "a bad answer is not asked again and again");
+    assert_eq!(
+        run.llm.calls(),
+        1,
+        "a bad answer is not asked again and again"
+    );
     run.finish().await;
 }
 
@@ -166,18 +220,34 @@ async fn an_out_of_range_importance_is_brought_into_range() {
     run.publish("t1").await;
     run.outcome("t1", Duration::from_secs(20)).await;
     let facts = run.facts().await;
-    assert!((facts[0].importance - 0.7).abs() < 1e-6, "7 on a 0–10 scale is 0.7");
+    assert!(
+        (facts[0].importance - 0.7).abs() < 1e-6,
+        "7 on a 0–10 scale is 0.7"
+    );
     assert!((0.0..=1.0).contains(&facts[0].confidence));
     run.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_is_retried_after_the_time_the_server_asks_for() {
-    let run = Run::start(|i, _| if i == 0 { Reply::Status(429, Some(1)) } else { Reply::Content(good_facts()) }, |_| {}).await;
+    let run = Run::start(
+        |i, _| {
+            if i == 0 {
+                Reply::Status(429, Some(1))
+            } else {
+                Reply::Content(good_facts())
+            }
+        },
+        |_| {},
+    )
+    .await;
     let started = Instant::now();
     run.publish("t1").await;
     assert_eq!(run.outcome("t1", Duration::from_secs(20)).await.0, "facts");
-    assert!(started.elapsed() >= Duration::from_secs(1), "Retry-After: 1 was honoured");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After: 1 was honoured"
+    );
     assert_eq!(run.llm.calls(), 2);
     assert_eq!(run.facts().await.len(), 3);
     run.finish().await;
@@ -185,7 +255,17 @@ async fn a_429_is_retried_after_the_time_the_server_asks_for() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_500_is_retried_with_backoff() {
-    let run = Run::start(|i, _| if i < 2 { Reply::Status(500, None) } else { Reply::Content(good_facts()) }, |_| {}).await;
+    let run = Run::start(
+        |i, _| {
+            if i < 2 {
+                Reply::Status(500, None)
+            } else {
+                Reply::Content(good_facts())
+            }
+        },
+        |_| {},
+    )
+    .await;
     run.publish("t1").await;
     assert_eq!(run.outcome("t1", Duration::from_secs(20)).await.0, "facts");
     assert_eq!(run.llm.calls(), 3);
@@ -195,30 +275,54 @@ async fn a_500_is_retried_with_backoff() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_slower_than_the_timeout_is_abandoned_and_retried() {
     let run = Run::start(
-        |i, _| if i == 0 { Reply::Slow(Duration::from_secs(3), good_facts()) } else { Reply::Content(good_facts()) },
+        |i, _| {
+            if i == 0 {
+                Reply::Slow(Duration::from_secs(3), good_facts())
+            } else {
+                Reply::Content(good_facts())
+            }
+        },
         |_| {},
     )
     .await;
     run.publish("t1").await;
     assert_eq!(run.outcome("t1", Duration::from_secs(20)).await.0, "facts");
     assert_eq!(run.llm.calls(), 2);
-    assert_eq!(run.facts().await.len(), 3, "the slow answer never adds facts of its own");
+    assert_eq!(
+        run.facts().await.len(),
+        3,
+        "the slow answer never adds facts of its own"
+    );
     run.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_that_stays_down_hands_the_turn_to_the_rules() {
-    let run = Run::start(|_, _| Reply::Status(503, None), |c| {
-        c.llm.retry_budget = Duration::from_millis(600);
-        c.llm.fallback_after = 2;
-    })
+    let run = Run::start(
+        |_, _| Reply::Status(503, None),
+        |c| {
+            c.llm.retry_budget = Duration::from_millis(600);
+            c.llm.fallback_after = 2;
+        },
+    )
     .await;
     run.publish("t1").await;
     let (outcome, _, extractor) = run.outcome("t1", Duration::from_secs(30)).await;
-    assert_eq!((outcome.as_str(), extractor.as_deref()), ("facts", Some("rules-fallback")));
+    assert_eq!(
+        (outcome.as_str(), extractor.as_deref()),
+        ("facts", Some("rules-fallback"))
+    );
     let facts = run.facts().await;
-    assert_eq!(facts.len(), 3, "the rules split the compound statement: {facts:?}");
-    assert!(facts.iter().any(|f| f.content == "Li is allergic to peanuts" && f.importance >= 0.8));
+    assert_eq!(
+        facts.len(),
+        3,
+        "the rules split the compound statement: {facts:?}"
+    );
+    assert!(
+        facts
+            .iter()
+            .any(|f| f.content == "Li is allergic to peanuts" && f.importance >= 0.8)
+    );
     run.finish().await;
 }
 
@@ -237,12 +341,19 @@ async fn a_server_without_structured_output_is_asked_in_json_mode() {
     .await;
     run.publish("t1").await;
     let (outcome, _, extractor) = run.outcome("t1", Duration::from_secs(30)).await;
-    assert_eq!((outcome.as_str(), extractor.as_deref()), ("facts", Some("llm:fake-model")));
+    assert_eq!(
+        (outcome.as_str(), extractor.as_deref()),
+        ("facts", Some("llm:fake-model"))
+    );
     let requests = run.llm.requests();
     assert_eq!(requests[1]["response_format"]["type"], "json_object");
     run.publish("t2").await;
     run.outcome("t2", Duration::from_secs(30)).await;
-    assert_eq!(run.llm.calls(), 3, "the refusal is remembered: the next turn is asked in JSON mode at once");
+    assert_eq!(
+        run.llm.calls(),
+        3,
+        "the refusal is remembered: the next turn is asked in JSON mode at once"
+    );
     run.finish().await;
 }
 
@@ -274,8 +385,11 @@ async fn a_redelivered_turn_yields_the_very_same_facts() {
         published: chrono::Utc::now(),
     };
     use hindsight_shared::{Outcome, Stage};
-    let Outcome::Emit(kept) = filter.handle(std::slice::from_ref(&raw)).await.remove(0) else { panic!("kept") };
-    let extract: ExtractStage = hindsight_extract::from_config(deployment.config(), store).expect("stage");
+    let Outcome::Emit(kept) = filter.handle(std::slice::from_ref(&raw)).await.remove(0) else {
+        panic!("kept")
+    };
+    let extract: ExtractStage =
+        hindsight_extract::from_config(deployment.config(), store).expect("stage");
     let delivery = |delivered| hindsight_shared::Delivery {
         input: kept[0].clone(),
         tenant: "acme".into(),
@@ -287,6 +401,10 @@ async fn a_redelivered_turn_yields_the_very_same_facts() {
     let first = extract.handle(&[delivery(1)]).await;
     let second = extract.handle(&[delivery(2)]).await;
     assert_eq!(first, second);
-    assert_eq!(counter.load(std::sync::atomic::Ordering::SeqCst), 1, "the model is asked once");
+    assert_eq!(
+        counter.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the model is asked once"
+    );
     deployment.remove().await;
 }

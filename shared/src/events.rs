@@ -37,6 +37,11 @@ pub fn describe() {
         "Inputs a stage will retry after a transient failure, by stage and tenant."
     );
     describe_histogram!(
+        "hindsight_stage_logic_seconds",
+        metrics::Unit::Seconds,
+        "Time a stage's own logic spent on one batch (transport excluded)."
+    );
+    describe_histogram!(
         "hindsight_stage_handle_seconds",
         metrics::Unit::Seconds,
         "Time a stage spent on one batch, publishing and acking included."
@@ -231,6 +236,9 @@ impl Retried<'_> {
 pub struct BatchHandled {
     pub stage: &'static str,
     pub size: usize,
+    /// The stage's own logic.
+    pub logic: Duration,
+    /// Logic, publishing and acking.
     pub elapsed: Duration,
 }
 
@@ -239,9 +247,12 @@ impl BatchHandled {
         tracing::trace!(
             stage = self.stage,
             size = self.size,
+            logic_ms = self.logic.as_millis() as u64,
             elapsed_ms = self.elapsed.as_millis() as u64,
             "batch handled"
         );
+        histogram!("hindsight_stage_logic_seconds", "stage" => self.stage)
+            .record(self.logic.as_secs_f64());
         histogram!("hindsight_stage_handle_seconds", "stage" => self.stage)
             .record(self.elapsed.as_secs_f64());
         histogram!("hindsight_stage_batch_size", "stage" => self.stage).record(self.size as f64);

@@ -61,7 +61,7 @@ impl FactType {
 
 /// Which extractor produced a fact.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
+#[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum ExtractedBy {
     /// The offline rules, the default without an LLM.
     Rules,

@@ -245,13 +245,17 @@ impl<S: Stage> Runner<S> {
                 }
             }
         }
+        let mut logic = std::time::Duration::ZERO;
         if !deliveries.is_empty() {
+            let logic_started = std::time::Instant::now();
             let outcomes = self.handle(deliveries).await;
+            logic = logic_started.elapsed();
             self.settle(inputs, outcomes).await;
         }
         events::BatchHandled {
             stage: S::NAME,
             size,
+            logic,
             elapsed: started.elapsed(),
         }
         .emit();

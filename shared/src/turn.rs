@@ -392,11 +392,18 @@ pub fn parse_envelope(
     let metadata = match obj.get("metadata") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(m)) => {
-            let value = Value::Object(m.clone());
-            check_metadata(&value, 1).map_err(|reason| EnvelopeError::Invalid {
-                field: "metadata",
-                reason,
-            })?;
+            m.iter()
+                .try_for_each(|(k, v)| {
+                    if k.contains('\0') {
+                        Err("a key contains a NUL character".to_string())
+                    } else {
+                        check_metadata(v, 2)
+                    }
+                })
+                .map_err(|reason| EnvelopeError::Invalid {
+                    field: "metadata",
+                    reason,
+                })?;
             m.clone()
         }
         Some(other) => {

@@ -52,8 +52,12 @@ impl FakeLlm {
             script: Arc::new(Mutex::new(Box::new(script))),
             requests: Arc::new(Mutex::new(Vec::new())),
         };
-        let app = Router::new().route("/v1/chat/completions", post(complete)).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let app = Router::new()
+            .route("/v1/chat/completions", post(complete))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -72,7 +76,11 @@ impl FakeLlm {
 
     /// The requests received so far.
     pub fn requests(&self) -> Vec<Value> {
-        self.shared.requests.lock().map(|r| r.clone()).unwrap_or_default()
+        self.shared
+            .requests
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -119,7 +127,8 @@ async fn complete(State(shared): State<Shared>, Json(request): Json<Value>) -> R
             } else {
                 format!("fake error {code}")
             };
-            let body = json!({"error": {"message": message, "type": "fake", "param": null, "code": null}});
+            let body =
+                json!({"error": {"message": message, "type": "fake", "param": null, "code": null}});
             (status, headers, Json(body)).into_response()
         }
     }

@@ -4,6 +4,9 @@ use std::sync::Arc;
 
 use hindsight_shared::service;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     service::main("extract", |ctx| {

@@ -118,7 +118,7 @@ fn record(
         },
         reason: no_facts_reason,
         extractor: Some(extractor.label()),
-        facts: serde_json::to_value(facts).ok(),
+        facts: serde_json::to_string(facts).ok(),
     }
 }
 
@@ -126,8 +126,8 @@ fn record(
 fn outcome_of(extraction: &Extraction) -> Outcome<Fact> {
     let facts: Vec<Fact> = extraction
         .facts
-        .clone()
-        .and_then(|v| serde_json::from_value(v).ok())
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok())
         .unwrap_or_default();
     if facts.is_empty() {
         Outcome::Drop(format!(
@@ -161,7 +161,14 @@ impl Stage for ExtractStage {
     }
 
     async fn handle(&self, batch: &[Delivery<KeptTurn>]) -> Vec<Outcome<Fact>> {
-        let keys: Vec<TurnKey> = batch.iter().map(|d| key(&d.input)).collect();
+        // Only a message delivered before can find its turn already extracted
+        // (a turn sent twice to `kept` within the duplicate window is stored
+        // once; a race between replicas is settled when recording).
+        let keys: Vec<TurnKey> = batch
+            .iter()
+            .filter(|d| d.delivered > 1 || d.replayed)
+            .map(|d| key(&d.input))
+            .collect();
         let recorded = match self.store.extractions(&keys).await {
             Ok(r) => r,
             Err(e) => return retry_all(batch.len(), &format!("archive: {e}")),

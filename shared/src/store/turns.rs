@@ -192,8 +192,8 @@ pub struct Extraction {
     pub outcome: String,
     pub reason: Option<String>,
     pub extractor: Option<String>,
-    /// The facts emitted, as JSON.
-    pub facts: Option<Value>,
+    /// The facts emitted, as a JSON array.
+    pub facts: Option<String>,
 }
 
 impl Store {
@@ -208,7 +208,7 @@ impl Store {
         let (tenants, ids): (Vec<_>, Vec<_>) = keys.iter().cloned().unzip();
         let rows: Vec<Extraction> = sqlx::query_as(
             "SELECT t.tenant, t.turn_id, t.extract_outcome AS outcome, t.extract_reason AS reason,
-                    t.extractor, t.facts
+                    t.extractor, t.facts::text AS facts
              FROM turns t
              JOIN UNNEST($1::text[], $2::text[]) AS k(tenant, turn_id)
                ON t.tenant = k.tenant AND t.turn_id = k.turn_id
@@ -227,14 +227,17 @@ impl Store {
     /// Records extractions; the first one recorded for a turn wins, so a
     /// redelivery can never replace facts that were already emitted. Returns
     /// the turns this call recorded.
-    pub async fn record_extractions(&self, rows: &[Extraction]) -> Result<HashSet<TurnKey>, StoreError> {
+    pub async fn record_extractions(
+        &self,
+        rows: &[Extraction],
+    ) -> Result<HashSet<TurnKey>, StoreError> {
         if rows.is_empty() {
             return Ok(HashSet::new());
         }
         let recorded: Vec<(String, String)> = sqlx::query_as(
             "UPDATE turns t
-             SET extract_outcome = r.outcome, extract_reason = r.reason, extractor = r.extractor, facts = r.facts
-             FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[])
+             SET extract_outcome = r.outcome, extract_reason = r.reason, extractor = r.extractor, facts = r.facts::jsonb
+             FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
                   AS r(tenant, turn_id, outcome, reason, extractor, facts)
              WHERE t.tenant = r.tenant AND t.turn_id = r.turn_id AND t.extract_outcome IS NULL
              RETURNING t.tenant, t.turn_id",

@@ -93,7 +93,12 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
     } else {
         println!(
             "{}: {} turns in {:.2} s → {:.0} turns/s, {:.0} outputs/s ({} outputs)",
-            report.stage, report.turns, report.seconds, report.turns_per_s, report.emitted_per_s, report.emitted
+            report.stage,
+            report.turns,
+            report.seconds,
+            report.turns_per_s,
+            report.emitted_per_s,
+            report.emitted
         );
     }
     Ok(())
@@ -111,7 +116,11 @@ async fn bench(stage: StageName, turns: usize) -> anyhow::Result<Report> {
     result
 }
 
-async fn start(ctx: &Context, stage: StageName, shutdown: &CancellationToken) -> anyhow::Result<service::Running> {
+async fn start(
+    ctx: &Context,
+    stage: StageName,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<service::Running> {
     let running = service::start(ctx, vec![stages::task(stage, ctx)?], shutdown.clone()).await?;
     running.readiness.wait().await;
     Ok(running)
@@ -139,11 +148,18 @@ async fn publish(ctx: &Context, turns: usize) -> anyhow::Result<()> {
 }
 
 async fn messages(ctx: &Context, stream: &str) -> anyhow::Result<u64> {
-    let mut stream = ctx.bus.js.get_stream(ctx.config.namespace.stream_name(stream)).await?;
+    let mut stream = ctx
+        .bus
+        .js
+        .get_stream(ctx.config.namespace.stream_name(stream))
+        .await?;
     Ok(stream.info().await?.state.messages)
 }
 
-async fn until(what: &str, mut done: impl AsyncFnMut() -> anyhow::Result<bool>) -> anyhow::Result<()> {
+async fn until(
+    what: &str,
+    mut done: impl AsyncFnMut() -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(900);
     while !done().await? {
         if Instant::now() > deadline {
@@ -154,18 +170,33 @@ async fn until(what: &str, mut done: impl AsyncFnMut() -> anyhow::Result<bool>) 
     Ok(())
 }
 
-async fn measure(ctx: &Context, stage: StageName, turns: usize, shutdown: &CancellationToken) -> anyhow::Result<Report> {
+async fn measure(
+    ctx: &Context,
+    stage: StageName,
+    turns: usize,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Report> {
     let filter = start(ctx, StageName::Filter, shutdown).await?;
     let (started, seconds, emitted) = match stage {
         StageName::Filter => {
             let started = Instant::now();
             publish(ctx, turns).await?;
-            until("every turn on kept", async || Ok(messages(ctx, "KEPT").await? >= turns as u64)).await?;
-            (started, started.elapsed().as_secs_f64(), messages(ctx, "KEPT").await?)
+            until("every turn on kept", async || {
+                Ok(messages(ctx, "KEPT").await? >= turns as u64)
+            })
+            .await?;
+            (
+                started,
+                started.elapsed().as_secs_f64(),
+                messages(ctx, "KEPT").await?,
+            )
         }
         StageName::Extract => {
             publish(ctx, turns).await?;
-            until("every turn on kept", async || Ok(messages(ctx, "KEPT").await? >= turns as u64)).await?;
+            until("every turn on kept", async || {
+                Ok(messages(ctx, "KEPT").await? >= turns as u64)
+            })
+            .await?;
             let started = Instant::now();
             let extract = start(ctx, StageName::Extract, shutdown).await?;
             until("every turn's facts on facts", async || {

@@ -83,7 +83,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
     }
 }
 
-fn extraction(path: &PathBuf, sample: usize) -> anyhow::Result<ExtractionReport> {
+fn extraction(path: &std::path::Path, sample: usize) -> anyhow::Result<ExtractionReport> {
     let data = locomo::load(path)?;
     let started = std::time::Instant::now();
     let mut previous: HashMap<(String, String), String> = HashMap::new();
