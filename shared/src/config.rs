@@ -121,6 +121,58 @@ pub const SETTINGS: &[Setting] = &[
         "LLM calls in flight at once per extract process.",
     ),
     setting(
+        "HINDSIGHT_EMBED_MODEL_DIR",
+        "./models/all-MiniLM-L6-v2",
+        "Directory of the local sentence model (`config.json`, `tokenizer.json`, `model.safetensors`; any BERT-family model). `./ops/setup.sh` fetches all-MiniLM-L6-v2 there.",
+    ),
+    setting(
+        "HINDSIGHT_EMBED_BASE_URL",
+        "",
+        "OpenAI-compatible embeddings endpoint; unset: the local model runs in-process.",
+    ),
+    Setting {
+        env: "HINDSIGHT_EMBED_API_KEY",
+        default: "",
+        doc: "Bearer key for the embeddings endpoint; `OPENAI_API_KEY` is used when this is unset.",
+        secret: true,
+    },
+    setting(
+        "HINDSIGHT_EMBED_MODEL",
+        "text-embedding-3-small",
+        "Model name sent to the embeddings endpoint.",
+    ),
+    setting(
+        "HINDSIGHT_EMBED_DIMENSION",
+        "1536",
+        "Vector size the embeddings endpoint returns.",
+    ),
+    setting(
+        "HINDSIGHT_EMBED_BATCH",
+        "16",
+        "Facts embedded together in one micro-batch.",
+    ),
+    setting(
+        "HINDSIGHT_EMBED_LINGER",
+        "20ms",
+        "How long the embed stage waits for a micro-batch to fill, so a lone fact is not held back.",
+    ),
+    setting(
+        "QDRANT_URL",
+        "",
+        "Qdrant server (gRPC, e.g. `http://127.0.0.1:6334`); unset: the embedded index under `HINDSIGHT_DATA_DIR/index`.",
+    ),
+    Setting {
+        env: "QDRANT_API_KEY",
+        default: "",
+        doc: "API key of the Qdrant server.",
+        secret: true,
+    },
+    setting(
+        "HINDSIGHT_DEDUPE_THRESHOLD",
+        "0.85",
+        "Cosine at or above which a new fact merges into (or supersedes) an existing memory of the same user and model.",
+    ),
+    setting(
         "HINDSIGHT_LOG",
         "info",
         "Log filter (tracing `EnvFilter` syntax, e.g. `info,hindsight_shared=debug`). Logs go to stderr.",
@@ -171,8 +223,30 @@ pub struct Config {
     pub retry_initial: Duration,
     pub retry_max: Duration,
     pub llm: LlmConfig,
+    pub embed: EmbedConfig,
+    pub index: IndexConfig,
+    pub dedupe_threshold: f32,
     pub log: String,
     pub log_format: LogFormat,
+}
+
+/// The embedder: the local model unless `base_url` is set.
+#[derive(Clone)]
+pub struct EmbedConfig {
+    pub model_dir: PathBuf,
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    pub model: String,
+    pub dimension: usize,
+    pub batch: usize,
+    pub linger: Duration,
+}
+
+/// The vector index: embedded unless `qdrant_url` is set.
+#[derive(Clone)]
+pub struct IndexConfig {
+    pub qdrant_url: Option<String>,
+    pub api_key: Option<String>,
 }
 
 /// The LLM endpoint used for extraction; `base_url = None` means the offline rules.
@@ -237,6 +311,27 @@ impl Config {
                 fallback_after: parse_with(get("HINDSIGHT_LLM_FALLBACK_AFTER"), positive)?,
                 concurrency: parse_with(get("HINDSIGHT_LLM_CONCURRENCY"), positive)?,
             },
+            embed: EmbedConfig {
+                model_dir: PathBuf::from(get("HINDSIGHT_EMBED_MODEL_DIR").1),
+                base_url: Some(get("HINDSIGHT_EMBED_BASE_URL").1).filter(|v| !v.trim().is_empty()),
+                api_key: Some(get("HINDSIGHT_EMBED_API_KEY").1)
+                    .filter(|v| !v.trim().is_empty())
+                    .or_else(|| lookup("OPENAI_API_KEY").filter(|v| !v.trim().is_empty())),
+                model: get("HINDSIGHT_EMBED_MODEL").1,
+                dimension: parse_with(get("HINDSIGHT_EMBED_DIMENSION"), positive)?,
+                batch: parse_with(get("HINDSIGHT_EMBED_BATCH"), positive)?,
+                linger: parse_with(get("HINDSIGHT_EMBED_LINGER"), duration::parse)?,
+            },
+            index: IndexConfig {
+                qdrant_url: Some(get("QDRANT_URL").1).filter(|v| !v.trim().is_empty()),
+                api_key: Some(get("QDRANT_API_KEY").1).filter(|v| !v.trim().is_empty()),
+            },
+            dedupe_threshold: parse_with(get("HINDSIGHT_DEDUPE_THRESHOLD"), |v| {
+                match v.parse::<f32>() {
+                    Ok(t) if (0.0..=1.0).contains(&t) => Ok(t),
+                    _ => Err("expected a cosine between 0 and 1".into()),
+                }
+            })?,
             log: get("HINDSIGHT_LOG").1,
             log_format: parse_with(get("HINDSIGHT_LOG_FORMAT"), |v| match v {
                 "text" => Ok(LogFormat::Text),
@@ -303,6 +398,48 @@ impl Config {
             (
                 "HINDSIGHT_LLM_CONCURRENCY",
                 self.llm.concurrency.to_string(),
+            ),
+            (
+                "HINDSIGHT_EMBED_MODEL_DIR",
+                self.embed.model_dir.display().to_string(),
+            ),
+            (
+                "HINDSIGHT_EMBED_BASE_URL",
+                self.embed.base_url.clone().unwrap_or_default(),
+            ),
+            (
+                "HINDSIGHT_EMBED_API_KEY",
+                self.embed
+                    .api_key
+                    .as_ref()
+                    .map(|_| "***".to_string())
+                    .unwrap_or_default(),
+            ),
+            ("HINDSIGHT_EMBED_MODEL", self.embed.model.clone()),
+            (
+                "HINDSIGHT_EMBED_DIMENSION",
+                self.embed.dimension.to_string(),
+            ),
+            ("HINDSIGHT_EMBED_BATCH", self.embed.batch.to_string()),
+            (
+                "HINDSIGHT_EMBED_LINGER",
+                format!("{}ms", self.embed.linger.as_millis()),
+            ),
+            (
+                "QDRANT_URL",
+                self.index.qdrant_url.clone().unwrap_or_default(),
+            ),
+            (
+                "QDRANT_API_KEY",
+                self.index
+                    .api_key
+                    .as_ref()
+                    .map(|_| "***".to_string())
+                    .unwrap_or_default(),
+            ),
+            (
+                "HINDSIGHT_DEDUPE_THRESHOLD",
+                self.dedupe_threshold.to_string(),
             ),
             ("HINDSIGHT_LOG", self.log.clone()),
             (

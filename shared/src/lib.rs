@@ -10,6 +10,7 @@ pub mod chitchat;
 pub mod config;
 pub mod dlq;
 pub mod duration;
+pub mod embedding;
 pub mod events;
 pub mod fact;
 pub mod ids;

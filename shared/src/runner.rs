@@ -83,9 +83,12 @@ pub async fn run<S: Stage>(
         .get_consumer(S::NAME)
         .await
         .map_err(|e| consumer_err(e.to_string()))?;
+    let (batch_size, linger) = stage
+        .batching()
+        .unwrap_or((config.batch_size, config.linger));
     let options = RunnerOptions {
-        batch_size: config.batch_size,
-        linger: config.linger,
+        batch_size,
+        linger,
         max_deliver: config
             .max_deliver
             .unwrap_or(consumer_spec.max_deliver)

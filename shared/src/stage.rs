@@ -56,6 +56,12 @@ pub trait Stage: Send + Sync + 'static {
     /// The topic it emits to, if any.
     const OUTPUT: Option<Topic>;
 
+    /// Batch size and linger of this stage when they differ from the
+    /// process-wide `HINDSIGHT_BATCH_SIZE` and `HINDSIGHT_LINGER`.
+    fn batching(&self) -> Option<(usize, std::time::Duration)> {
+        None
+    }
+
     /// Turns a payload into an input; an error rejects the message to the DLQ.
     fn decode(&self, payload: &[u8]) -> Result<Self::Input, String>;
 

@@ -1,0 +1,48 @@
+//! Embedders behind one small trait, with exactly the implementations hindsight
+//! ships: a local BERT-family sentence model run in-process ([`local`]), and
+//! any OpenAI-compatible embeddings endpoint ([`remote`]).
+//!
+//! Every vector carries the identity of the model that made it
+//! ([`ModelId`]); vectors are only ever compared within one model.
+
+pub mod local;
+pub mod remote;
+
+use async_trait::async_trait;
+pub use hindsight_shared::embedding::{ModelId, cosine};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("cannot load the embedding model from {dir}: {reason}")]
+    Load { dir: String, reason: String },
+    #[error("embedding failed: {0}")]
+    Compute(String),
+    /// The endpoint failed in a way worth retrying (timeout, 429, 5xx).
+    #[error("embeddings endpoint unavailable: {0}")]
+    Unavailable(String),
+    #[error("embeddings endpoint refused the request: {0}")]
+    Refused(String),
+}
+
+impl EmbedError {
+    /// Whether trying again later may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, EmbedError::Unavailable(_) | EmbedError::Compute(_))
+    }
+}
+
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    fn model(&self) -> &ModelId;
+
+    /// One L2-normalised vector per text, in order.
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Scales a vector to unit length (a zero vector stays zero).
+pub fn normalise(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
