@@ -73,6 +73,24 @@ pub fn describe() {
         "Facts extracted, by tenant and extractor (rules, llm, rules-fallback)."
     );
     describe_counter!(
+        "hindsight_dedupe_total",
+        "Facts persisted, by tenant and outcome (created, merged, exact, superseded, quarantined)."
+    );
+    describe_histogram!(
+        "hindsight_embed_batch_size",
+        metrics::Unit::Count,
+        "Texts per embedder call, by model."
+    );
+    describe_histogram!(
+        "hindsight_embed_seconds",
+        metrics::Unit::Seconds,
+        "Latency of one embedder call, by model."
+    );
+    describe_counter!(
+        "hindsight_embed_failures_total",
+        "Embedder calls that failed, by model."
+    );
+    describe_counter!(
         "hindsight_turns_without_facts_total",
         "Kept turns that yielded no fact, by tenant."
     );
@@ -107,6 +125,46 @@ impl LlmCalled<'_> {
             .record(self.elapsed.as_secs_f64());
         counter!("hindsight_llm_tokens_total", "tenant" => tenant.clone(), "model" => model.clone(), "kind" => "prompt").increment(self.prompt_tokens);
         counter!("hindsight_llm_tokens_total", "tenant" => tenant, "model" => model, "kind" => "completion").increment(self.completion_tokens);
+    }
+}
+
+/// What dedupe made of one fact: `created`, `merged`, `exact`, `superseded` or `quarantined`.
+pub struct Deduped<'a> {
+    pub tenant: &'a str,
+    pub outcome: &'static str,
+}
+
+impl Deduped<'_> {
+    pub fn emit(self) {
+        counter!("hindsight_dedupe_total", "tenant" => self.tenant.to_string(), "outcome" => self.outcome).increment(1);
+    }
+}
+
+/// The embedder finished one batch.
+pub struct Embedded<'a> {
+    pub model: &'a str,
+    pub texts: usize,
+    pub elapsed: Duration,
+    pub ok: bool,
+}
+
+impl Embedded<'_> {
+    pub fn emit(self) {
+        let model = self.model.to_string();
+        tracing::debug!(
+            model = self.model,
+            texts = self.texts,
+            elapsed_ms = self.elapsed.as_millis() as u64,
+            ok = self.ok,
+            "embedded"
+        );
+        histogram!("hindsight_embed_batch_size", "model" => model.clone())
+            .record(self.texts as f64);
+        histogram!("hindsight_embed_seconds", "model" => model.clone())
+            .record(self.elapsed.as_secs_f64());
+        if !self.ok {
+            counter!("hindsight_embed_failures_total", "model" => model).increment(1);
+        }
     }
 }
 

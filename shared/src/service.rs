@@ -79,6 +79,25 @@ pub fn stage<S: Stage>(stage: Arc<S>) -> StageTask {
     }
 }
 
+/// A background task that runs beside the stages (a reconciler, a scheduler)
+/// until `shutdown` fires; it counts as ready at once.
+pub fn background<F, Fut>(name: &'static str, run: F) -> StageTask
+where
+    F: FnOnce(CancellationToken) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    StageTask {
+        name,
+        run: Box::new(move |_ctx, shutdown, ready| {
+            Box::pin(async move {
+                ready.cancel();
+                run(shutdown).await;
+                Ok(())
+            })
+        }),
+    }
+}
+
 /// A process with its stages and its HTTP server running.
 pub struct Running {
     pub http_addr: SocketAddr,

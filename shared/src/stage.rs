@@ -44,6 +44,20 @@ pub trait Message: Serialize + Send + Sync + 'static {
     fn msg_id(&self) -> String;
 }
 
+/// The output of a stage that emits nothing (the last one).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum NoOutput {}
+
+impl Message for NoOutput {
+    fn tenant(&self) -> &str {
+        match *self {}
+    }
+
+    fn msg_id(&self) -> String {
+        match *self {}
+    }
+}
+
 #[async_trait]
 pub trait Stage: Send + Sync + 'static {
     type Input: Send + Sync + 'static;

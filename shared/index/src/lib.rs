@@ -9,7 +9,10 @@
 pub mod edge;
 pub mod server;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use hindsight_shared::{Namespace, config::Config, embedding::ModelId};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -77,11 +80,32 @@ pub enum IndexError {
     Failed(String),
 }
 
-/// A collection's identity: one per embedding model.
+/// A collection's identity: one per embedding model (and namespace).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Collection {
     pub name: String,
     pub dimension: usize,
+}
+
+impl Collection {
+    pub fn for_model(ns: &Namespace, model: &ModelId) -> Self {
+        Self {
+            name: format!("{ns}-{}", model.slug()),
+            dimension: model.dimension,
+        }
+    }
+}
+
+/// The index the configuration names: a Qdrant server when `QDRANT_URL` is
+/// set, else the embedded index under `HINDSIGHT_DATA_DIR/index`.
+pub fn open(config: &Config) -> Result<Arc<dyn VectorIndex>, IndexError> {
+    Ok(match &config.index.qdrant_url {
+        Some(url) => Arc::new(server::ServerIndex::connect(
+            url,
+            config.index.api_key.as_deref(),
+        )?),
+        None => Arc::new(edge::EdgeIndex::new(&config.data_dir.join("index"))),
+    })
 }
 
 #[async_trait]

@@ -121,7 +121,7 @@ async fn start(
     stage: StageName,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<service::Running> {
-    let running = service::start(ctx, vec![stages::task(stage, ctx)?], shutdown.clone()).await?;
+    let running = service::start(ctx, stages::tasks(&[stage], ctx)?, shutdown.clone()).await?;
     running.readiness.wait().await;
     Ok(running)
 }
@@ -213,6 +213,9 @@ async fn measure(
             shutdown.cancel();
             extract.wait().await?;
             (started, seconds, messages(ctx, "FACTS").await?)
+        }
+        StageName::Embed | StageName::Persist => {
+            anyhow::bail!("`bench ingest` measures embed and persist, end to end")
         }
     };
     let _ = started;

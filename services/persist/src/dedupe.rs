@@ -1,0 +1,378 @@
+//! Dedupe as plain logic: given a new fact and the existing memories near it,
+//! create, merge or supersede. No I/O here.
+
+use std::collections::HashSet;
+
+use hindsight_shared::{embedding::cosine, store::memories::Candidate};
+use uuid::Uuid;
+
+/// The content lowercased, without punctuation and with single spaces:
+/// "Lives in NYC." and "lives in nyc" are the same fact.
+pub fn content_key(content: &str) -> String {
+    let mut key = String::with_capacity(content.len());
+    for word in content
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() {
+                c.to_lowercase().next().unwrap_or(c)
+            } else {
+                ' '
+            }
+        })
+        .collect::<String>()
+        .split_whitespace()
+    {
+        if !key.is_empty() {
+            key.push(' ');
+        }
+        key.push_str(word);
+    }
+    key
+}
+
+/// Words that say "this changed" without being the value that changed.
+const NOW_WORDS: &[&str] = &[
+    "now",
+    "currently",
+    "anymore",
+    "nowadays",
+    "lately",
+    "actually",
+    "instead",
+    "again",
+    "these",
+    "days",
+];
+const NEGATIONS: &[&str] = &[
+    "not", "no", "never", "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "wont", "cant",
+    "cannot", "longer", "不", "没", "别",
+];
+const STOPWORDS: &[&str] = &[
+    "a", "an", "the", "is", "are", "was", "were", "be", "to", "of", "in", "on", "at", "and", "s",
+    "has", "have", "with", "for", "it", "that", "this", "his", "her", "their", "its", "as", "by",
+    "very", "really", "so",
+];
+/// Attributes that hold one value at a time: a new value replaces the old.
+const EXCLUSIVE: &[&str] = &[
+    "favourite",
+    "favorite",
+    "prefer",
+    "prefers",
+    "preferred",
+    "lives",
+    "live",
+    "living",
+    "based",
+    "moved",
+    "works",
+    "work",
+    "job",
+    "married",
+    "name",
+    "called",
+    "named",
+    "age",
+    "old",
+    "phone",
+    "email",
+    "address",
+    "colour",
+    "color",
+    "最喜欢",
+    "住在",
+    "现在",
+    "搬到",
+    "工作",
+    "名字",
+];
+
+/// Words (lowercase, apostrophes dropped), with CJK text cut into characters.
+fn tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let cleaned: String = text.replace(['\'', '’'], "");
+    for word in cleaned
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if word.chars().any(|c| ('\u{4E00}'..='\u{9FFF}').contains(&c)) {
+            out.extend(word.chars().map(|c| c.to_string()));
+        } else {
+            out.push(word.to_lowercase());
+        }
+    }
+    out
+}
+
+fn strip_chinese_now(text: &str) -> String {
+    ["现在", "目前", "如今", "已经", "不再"]
+        .iter()
+        .fold(text.to_string(), |t, w| t.replace(w, ""))
+}
+
+/// "likes" and "like" are one word here.
+fn stem(word: String) -> String {
+    if word.len() > 3 && word.ends_with('s') && !word.ends_with("ss") && word.is_ascii() {
+        word[..word.len() - 1].to_string()
+    } else {
+        word
+    }
+}
+
+fn content_tokens(text: &str) -> Vec<String> {
+    tokens(&strip_chinese_now(text))
+        .into_iter()
+        .filter(|t| {
+            !STOPWORDS.contains(&t.as_str())
+                && !NOW_WORDS.contains(&t.as_str())
+                && !NEGATIONS.contains(&t.as_str())
+        })
+        .map(stem)
+        .collect()
+}
+
+fn negated(text: &str) -> bool {
+    let t = tokens(text);
+    t.iter().any(|w| NEGATIONS.contains(&w.as_str())) || text.contains("不再")
+}
+
+fn jaccard(a: &HashSet<&String>, b: &HashSet<&String>) -> f32 {
+    let union = a.union(b).count();
+    if union == 0 {
+        1.0
+    } else {
+        a.intersection(b).count() as f32 / union as f32
+    }
+}
+
+/// Whether the two statements give the same frame a different value: a few
+/// words differ on each side, and the last word — the value — is one of them
+/// ("Li likes cats" / "Li likes dogs"). A refinement ("lives in Beijing" →
+/// "lives in Chaoyang, Beijing") or a paraphrase ("lives in" / "is based in
+/// Beijing") does not.
+pub fn value_differs(old: &str, new: &str) -> bool {
+    let (a, b) = (content_tokens(old), content_tokens(new));
+    let (sa, sb): (HashSet<&String>, HashSet<&String>) = (a.iter().collect(), b.iter().collect());
+    let (only_a, only_b) = (sa.difference(&sb).count(), sb.difference(&sa).count());
+    only_a > 0 && only_b > 0 && only_a <= 3 && only_b <= 3 && a.last() != b.last()
+}
+
+/// Whether `new` contradicts `old`: the same statement negated, or a new
+/// value of an attribute that holds one value at a time ("Tom prefers red" →
+/// "Tom now prefers blue"). Liking dogs does not contradict liking cats.
+pub fn contradicts(old: &str, new: &str) -> bool {
+    let (a, b) = (content_tokens(old), content_tokens(new));
+    let (sa, sb): (HashSet<&String>, HashSet<&String>) = (a.iter().collect(), b.iter().collect());
+    if negated(old) != negated(new) {
+        return jaccard(&sa, &sb) >= 0.6;
+    }
+    let joined = format!("{} {}", old.to_lowercase(), new.to_lowercase());
+    let exclusive = EXCLUSIVE.iter().any(|w| {
+        if w.is_ascii() {
+            sa.iter().chain(sb.iter()).any(|t| t.as_str() == *w)
+        } else {
+            joined.contains(w)
+        }
+    });
+    exclusive && value_differs(old, new)
+}
+
+/// The content of a merged memory, and whether the new fact's vector should
+/// replace the old one (when the new content is the one kept).
+pub fn merged_content(old: &str, new: &str) -> (String, bool) {
+    let (a, b) = (content_tokens(old), content_tokens(new));
+    let (sa, sb): (HashSet<&String>, HashSet<&String>) = (a.iter().collect(), b.iter().collect());
+    if sa.is_subset(&sb) {
+        return (new.to_string(), true);
+    }
+    if sb.is_subset(&sa) {
+        return (old.to_string(), false);
+    }
+    // Each holds details the other lacks: keep both, within reason. A word or
+    // two of difference is a paraphrase: keep the fuller one (the old on a tie).
+    let (only_a, only_b) = (sa.difference(&sb).count(), sb.difference(&sa).count());
+    if only_a <= 2 && only_b <= 2 {
+        return if b.len() > a.len() {
+            (new.to_string(), true)
+        } else {
+            (old.to_string(), false)
+        };
+    }
+    let combined = format!("{}; {}", old.trim_end_matches(['.', ' ']), new);
+    if combined.chars().count() <= 600 {
+        (combined, false)
+    } else if new.chars().count() > old.chars().count() {
+        (new.to_string(), true)
+    } else {
+        (old.to_string(), false)
+    }
+}
+
+/// What to do with a new fact.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    Create,
+    Merge {
+        into: Uuid,
+        similarity: f32,
+        content: String,
+        take_vector: bool,
+    },
+    Supersede {
+        old: Uuid,
+        similarity: f32,
+    },
+}
+
+/// How far below the merge threshold a contradiction is still looked for: a
+/// changed value makes two statements less alike than a repeat does.
+pub const CONTRADICTION_MARGIN: f32 = 0.10;
+
+/// Decides against the candidates (active memories of the same tenant, user
+/// and model). Exact and normalised duplicates merge whatever their cosine;
+/// a contradiction supersedes; a near-duplicate merges unless it states
+/// another value of the same thing.
+pub fn decide(
+    content: &str,
+    key: &str,
+    vector: &[f32],
+    candidates: &[Candidate],
+    threshold: f32,
+) -> Decision {
+    if let Some(same) = candidates.iter().find(|c| c.content_key == key) {
+        return Decision::Merge {
+            into: same.id,
+            similarity: 1.0,
+            content: same.content.clone(),
+            take_vector: false,
+        };
+    }
+    let mut near: Vec<(&Candidate, f32)> = candidates
+        .iter()
+        .map(|c| (c, cosine(vector, &c.embedding)))
+        .filter(|(_, s)| *s >= threshold - CONTRADICTION_MARGIN)
+        .collect();
+    near.sort_by(|(_, x), (_, y)| y.total_cmp(x));
+    if let Some((c, similarity)) = near.iter().find(|(c, _)| contradicts(&c.content, content)) {
+        return Decision::Supersede {
+            old: c.id,
+            similarity: *similarity,
+        };
+    }
+    match near.first() {
+        Some((c, similarity))
+            if *similarity >= threshold && !value_differs(&c.content, content) =>
+        {
+            let (content, take_vector) = merged_content(&c.content, content);
+            Decision::Merge {
+                into: c.id,
+                similarity: *similarity,
+                content,
+                take_vector,
+            }
+        }
+        _ => Decision::Create,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_ignore_case_and_punctuation() {
+        assert_eq!(content_key("Lives in  NYC."), content_key("lives in nyc"));
+        assert_ne!(content_key("lives in NYC"), content_key("lives in LA"));
+    }
+
+    #[test]
+    fn a_new_value_of_a_one_valued_attribute_contradicts() {
+        assert!(contradicts(
+            "Tom's favourite colour is red",
+            "Tom's favourite colour is blue now"
+        ));
+        assert!(contradicts("Tom prefers red", "Tom now prefers blue"));
+        assert!(contradicts(
+            "Ann likes coffee",
+            "Ann doesn't like coffee anymore"
+        ));
+        assert!(contradicts("小王住在北京", "小王现在住在上海"));
+    }
+
+    #[test]
+    fn refinements_and_paraphrases_do_not_contradict() {
+        assert!(!contradicts(
+            "Li lives in Beijing",
+            "Li lives in Chaoyang, Beijing"
+        ));
+        assert!(!contradicts(
+            "Li lives in Beijing",
+            "Li is based in Beijing"
+        ));
+        assert!(!contradicts("Ann likes cats", "Ann likes cats a lot"));
+    }
+
+    #[test]
+    fn another_value_is_another_fact() {
+        assert!(value_differs("Li likes cats", "Li likes dogs"));
+        assert!(!value_differs(
+            "Li lives in Beijing",
+            "Li is based in Beijing"
+        ));
+        assert!(!value_differs("Li住在北京朝阳区", "Li家在北京朝阳区"));
+        assert!(!contradicts("Li likes cats", "Li likes dogs"));
+    }
+
+    #[test]
+    fn a_merge_keeps_the_more_specific_content() {
+        assert_eq!(
+            merged_content("Li lives in Beijing", "Li lives in Chaoyang, Beijing"),
+            ("Li lives in Chaoyang, Beijing".into(), true)
+        );
+        assert_eq!(
+            merged_content("Li lives in Chaoyang, Beijing", "Li lives in Beijing"),
+            ("Li lives in Chaoyang, Beijing".into(), false)
+        );
+        assert_eq!(
+            merged_content("Li lives in Beijing", "Li is based in Beijing").0,
+            "Li lives in Beijing"
+        );
+        let (both, _) = merged_content(
+            "Mel paints sunsets over the harbour",
+            "Mel paints lakes at dawn with oils",
+        );
+        assert!(both.contains("sunsets") && both.contains("lakes"));
+    }
+
+    #[test]
+    fn decisions() {
+        let c = |id: u128, content: &str, v: Vec<f32>| Candidate {
+            id: Uuid::from_u128(id),
+            content: content.into(),
+            content_key: content_key(content),
+            embedding: v,
+            importance: 0.5,
+            confidence: 0.9,
+            entities: vec![],
+        };
+        let existing = vec![
+            c(1, "Tom prefers red", vec![1.0, 0.0]),
+            c(2, "Tom has a dog", vec![0.0, 1.0]),
+        ];
+        assert_eq!(
+            decide(
+                "Tom has a cat",
+                "tom has a cat",
+                &[0.6, 0.8],
+                &existing,
+                0.85
+            ),
+            Decision::Create
+        );
+        assert!(
+            matches!(decide("TOM HAS A DOG!", "tom has a dog", &[1.0, 0.0], &existing, 0.85), Decision::Merge { into, .. } if into == Uuid::from_u128(2))
+        );
+        assert!(
+            matches!(decide("Tom now prefers blue", "tom now prefers blue", &[0.99, 0.14], &existing, 0.85), Decision::Supersede { old, .. } if old == Uuid::from_u128(1))
+        );
+    }
+}

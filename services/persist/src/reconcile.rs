@@ -1,0 +1,199 @@
+//! Keeping the index in step with Postgres: index what was just written,
+//! catch up on what stayed `pending` while the index was down, and rebuild it
+//! from scratch (`hindsight reindex`) without re-embedding anything.
+
+use std::{collections::HashMap, time::Duration};
+
+use hindsight_index::{Collection, IndexError, Payload, Point, VectorIndex};
+use hindsight_shared::{
+    Namespace,
+    embedding::ModelId,
+    store::{
+        Store, StoreError,
+        memories::{INDEXED_STATUSES, Indexable},
+    },
+};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn collection_of(ns: &Namespace, m: &Indexable) -> Collection {
+    Collection::for_model(
+        ns,
+        &ModelId {
+            name: m.embedding_model.clone(),
+            version: m.embedding_version.clone(),
+            dimension: m.embedding.len(),
+        },
+    )
+}
+
+fn point(m: &Indexable) -> Point {
+    Point {
+        id: m.id,
+        vector: m.embedding.clone(),
+        payload: Payload {
+            tenant: m.tenant.clone(),
+            user_id: m.user_id.clone(),
+            session_id: m.session_id.clone(),
+            kind: m.kind.clone(),
+            fact_type: m.fact_type.clone(),
+            status: m.status.clone(),
+            created_at: m.created_at.timestamp(),
+            occurred_at: m.occurred_at.map(|t| t.timestamp()),
+        },
+    }
+}
+
+/// Writes these memories' current state to the index, then marks them indexed
+/// (archived and deleted memories are removed from it instead).
+async fn apply(
+    store: &Store,
+    index: &dyn VectorIndex,
+    collection: &Collection,
+    rows: Vec<Indexable>,
+) -> Result<usize, ReconcileError> {
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    index.ensure(collection).await?;
+    let (keep, remove): (Vec<Indexable>, Vec<Indexable>) = rows
+        .into_iter()
+        .partition(|m| INDEXED_STATUSES.contains(&m.status.as_str()));
+    index
+        .upsert(collection, keep.iter().map(point).collect())
+        .await?;
+    index
+        .delete(collection, remove.iter().map(|m| m.id).collect())
+        .await?;
+    store
+        .mark_index_state(
+            &keep
+                .iter()
+                .map(|m| (m.id, m.updated_at))
+                .collect::<Vec<_>>(),
+            "indexed",
+        )
+        .await?;
+    store
+        .mark_index_state(
+            &remove
+                .iter()
+                .map(|m| (m.id, m.updated_at))
+                .collect::<Vec<_>>(),
+            "removed",
+        )
+        .await?;
+    Ok(keep.len() + remove.len())
+}
+
+/// Indexes the given memories (of one collection) right after they were written.
+pub async fn index_ids(
+    store: &Store,
+    index: &dyn VectorIndex,
+    collection: &Collection,
+    ids: &[Uuid],
+) -> Result<usize, ReconcileError> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let rows = store.indexable(ids).await?;
+    apply(store, index, collection, rows).await
+}
+
+/// Indexes up to `limit` memories left pending; returns how many.
+pub async fn catch_up(
+    store: &Store,
+    index: &dyn VectorIndex,
+    ns: &Namespace,
+    limit: i64,
+) -> Result<usize, ReconcileError> {
+    // Rows changed in the last second are left to the writer that is indexing them.
+    let rows = store.pending_index(limit, 1000).await?;
+    let mut by_collection: HashMap<Collection, Vec<Indexable>> = HashMap::new();
+    for row in rows {
+        by_collection
+            .entry(collection_of(ns, &row))
+            .or_default()
+            .push(row);
+    }
+    let mut done = 0;
+    for (collection, rows) in by_collection {
+        done += apply(store, index, &collection, rows).await?;
+    }
+    Ok(done)
+}
+
+/// Runs [`catch_up`] every `every` until `shutdown` fires.
+pub async fn run(
+    store: Store,
+    index: std::sync::Arc<dyn VectorIndex>,
+    ns: Namespace,
+    every: Duration,
+    shutdown: CancellationToken,
+) {
+    loop {
+        loop {
+            match catch_up(&store, index.as_ref(), &ns, 500).await {
+                Ok(n) if n > 0 => {
+                    tracing::info!(memories = n, "reconciler indexed pending memories")
+                }
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::debug!(error = %e, "reconciler: index still unavailable");
+                    break;
+                }
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+/// Rebuilds the index from Postgres: clears each model's collection and writes
+/// every memory that belongs in it, with its stored embedding. Returns how many.
+pub async fn reindex(
+    store: &Store,
+    index: &dyn VectorIndex,
+    ns: &Namespace,
+) -> Result<usize, ReconcileError> {
+    for (name, version, dimension) in store.embedding_models().await? {
+        let collection = Collection::for_model(
+            ns,
+            &ModelId {
+                name,
+                version,
+                dimension: dimension.max(0) as usize,
+            },
+        );
+        index.ensure(&collection).await?;
+        index.clear(&collection).await?;
+    }
+    let mut after = None;
+    let mut total = 0;
+    loop {
+        let page = store.indexable_page(after, 500).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.id);
+        let mut by_collection: HashMap<Collection, Vec<Indexable>> = HashMap::new();
+        for row in page {
+            by_collection
+                .entry(collection_of(ns, &row))
+                .or_default()
+                .push(row);
+        }
+        for (collection, rows) in by_collection {
+            total += apply(store, index, &collection, rows).await?;
+        }
+    }
+    Ok(total)
+}

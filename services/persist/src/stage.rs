@@ -1,0 +1,359 @@
+use std::{collections::HashMap, sync::Arc};
+
+use async_trait::async_trait;
+use hindsight_index::{Collection, Scope, VectorIndex};
+use hindsight_shared::{
+    Delivery, Namespace, Outcome, Stage, Topic,
+    embedding::EmbeddedFact,
+    events,
+    fact::FactType,
+    stage::NoOutput,
+    store::{
+        Store, StoreError,
+        memories::{self, Candidate, NewMemory},
+    },
+};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::{
+    dedupe::{self, Decision},
+    reconcile,
+};
+
+/// Namespace of the ids of memories created from facts: a fact always makes the same memory.
+const MEMORY_ID_NAMESPACE: Uuid = Uuid::from_u128(0x6b1d_5f0e_2c4a_4e8f_9a7b_3d2c_1e0f_a5b4);
+
+/// How many neighbours the index is asked for per fact.
+const NEIGHBOURS: usize = 5;
+
+pub struct PersistStage {
+    store: Store,
+    index: Arc<dyn VectorIndex>,
+    namespace: Namespace,
+    threshold: f32,
+}
+
+impl PersistStage {
+    pub fn new(
+        store: Store,
+        index: Arc<dyn VectorIndex>,
+        namespace: Namespace,
+        threshold: f32,
+    ) -> Self {
+        Self {
+            store,
+            index,
+            namespace,
+            threshold,
+        }
+    }
+}
+
+fn new_memory(e: &EmbeddedFact, id: Uuid) -> NewMemory {
+    let f = &e.fact;
+    NewMemory {
+        id,
+        tenant: f.tenant.clone(),
+        user_id: f.user_id.clone(),
+        agent_id: f.agent_id.clone(),
+        session_id: Some(f.session_id.clone()),
+        kind: if f.fact_type == FactType::Event {
+            "episodic".into()
+        } else {
+            "semantic".into()
+        },
+        fact_type: f.fact_type.as_str().into(),
+        content: f.content.clone(),
+        content_key: dedupe::content_key(&f.content),
+        entities: f.entities.clone(),
+        importance: f.importance.clamp(0.0, 1.0),
+        confidence: f.confidence.clamp(0.0, 1.0),
+        source_trust: f.trust.as_str().into(),
+        status: if f.quarantine {
+            "quarantined".into()
+        } else {
+            "active".into()
+        },
+        occurred_at: f.occurred_at,
+        valid_from: f.occurred_at.or(Some(f.turn_ts)),
+        expires_at: f.valid_until,
+        embedding_model: e.model.name.clone(),
+        embedding_version: e.model.version.clone(),
+        embedding: e.vector.clone(),
+    }
+}
+
+impl PersistStage {
+    /// Persists the facts of one (tenant, user, model) in one transaction.
+    /// Returns the memories touched (to index) and which facts were already persisted.
+    async fn persist_group(
+        &self,
+        facts: &[&EmbeddedFact],
+    ) -> Result<(Vec<Uuid>, Vec<bool>), StoreError> {
+        let first = facts[0];
+        let (tenant, user_id, model) = (&first.fact.tenant, &first.fact.user_id, &first.model);
+        let collection = Collection::for_model(&self.namespace, model);
+        let mut tx = self.store.pool.begin().await?;
+        memories::lock_user(&mut tx, tenant, user_id).await?;
+
+        let fact_ids: Vec<String> = facts.iter().map(|f| f.fact.fact_id.clone()).collect();
+        let done = memories::persisted_facts(&mut tx, tenant, &fact_ids).await?;
+        let already: Vec<bool> = facts
+            .iter()
+            .map(|f| done.contains(&f.fact.fact_id))
+            .collect();
+
+        // Neighbours from the index; memories written but not yet indexed come from Postgres.
+        let scope = Scope {
+            tenant: tenant.clone(),
+            user_id: user_id.clone(),
+            statuses: vec!["active".into()],
+            ..Default::default()
+        };
+        let mut neighbour_ids = Vec::new();
+        let mut index_down = false;
+        for (f, skip) in facts.iter().zip(&already) {
+            if *skip || f.fact.quarantine {
+                continue;
+            }
+            match self
+                .index
+                .search(&collection, &f.vector, &scope, NEIGHBOURS)
+                .await
+            {
+                Ok(hits) => neighbour_ids.extend(
+                    hits.into_iter()
+                        .filter(|h| h.score >= self.threshold - dedupe::CONTRADICTION_MARGIN)
+                        .map(|h| h.id),
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e, "index unavailable: dedupe compares against every memory of the user");
+                    index_down = true;
+                    break;
+                }
+            }
+        }
+        let keys: Vec<String> = facts
+            .iter()
+            .map(|f| dedupe::content_key(&f.fact.content))
+            .collect();
+        let mut candidates: Vec<Candidate> = memories::candidates(
+            &mut tx,
+            tenant,
+            user_id,
+            &model.name,
+            &model.version,
+            &keys,
+            &neighbour_ids,
+            index_down,
+        )
+        .await?;
+
+        let mut touched = Vec::new();
+        for ((e, skip), key) in facts.iter().zip(&already).zip(&keys) {
+            if *skip {
+                continue;
+            }
+            let f = &e.fact;
+            let new_id = Uuid::new_v5(
+                &MEMORY_ID_NAMESPACE,
+                format!("{}:{}", f.tenant, f.fact_id).as_bytes(),
+            );
+            let decision = if f.quarantine {
+                Decision::Create
+            } else {
+                dedupe::decide(&f.content, key, &e.vector, &candidates, self.threshold)
+            };
+            let detail = json!({"fact_id": f.fact_id, "turn_id": f.turn_id});
+            match decision {
+                Decision::Create => {
+                    let memory = new_memory(e, new_id);
+                    memories::insert(&mut tx, &memory).await?;
+                    memories::add_source(&mut tx, new_id, tenant, &f.fact_id, &f.turn_id).await?;
+                    memories::add_event(&mut tx, new_id, tenant, "create", "persist", detail)
+                        .await?;
+                    if memory.status == "active" {
+                        candidates.push(candidate(&memory));
+                    }
+                    touched.push(new_id);
+                    events::Deduped {
+                        tenant,
+                        outcome: if f.quarantine {
+                            "quarantined"
+                        } else {
+                            "created"
+                        },
+                    }
+                    .emit();
+                }
+                Decision::Merge {
+                    into,
+                    similarity,
+                    content,
+                    take_vector,
+                } => {
+                    let new_key = dedupe::content_key(&content);
+                    let vector = take_vector.then_some(e.vector.as_slice());
+                    memories::merge(
+                        &mut tx,
+                        into,
+                        &content,
+                        &new_key,
+                        vector,
+                        f.importance,
+                        f.confidence,
+                        &f.entities,
+                    )
+                    .await?;
+                    memories::add_source(&mut tx, into, tenant, &f.fact_id, &f.turn_id).await?;
+                    memories::add_event(
+                        &mut tx,
+                        into,
+                        tenant,
+                        "merge",
+                        "persist",
+                        json!({"fact_id": f.fact_id, "turn_id": f.turn_id, "similarity": similarity, "fact_content": f.content}),
+                    )
+                    .await?;
+                    if let Some(c) = candidates.iter_mut().find(|c| c.id == into) {
+                        c.content = content;
+                        c.content_key = new_key;
+                        if take_vector {
+                            c.embedding = e.vector.clone();
+                        }
+                    }
+                    touched.push(into);
+                    events::Deduped {
+                        tenant,
+                        outcome: if similarity >= 1.0 { "exact" } else { "merged" },
+                    }
+                    .emit();
+                }
+                Decision::Supersede { old, similarity } => {
+                    let memory = new_memory(e, new_id);
+                    memories::insert(&mut tx, &memory).await?;
+                    memories::supersede(&mut tx, old, new_id).await?;
+                    memories::add_source(&mut tx, new_id, tenant, &f.fact_id, &f.turn_id).await?;
+                    memories::add_event(
+                        &mut tx,
+                        new_id,
+                        tenant,
+                        "create",
+                        "persist",
+                        json!({"fact_id": f.fact_id, "turn_id": f.turn_id, "supersedes": old}),
+                    )
+                    .await?;
+                    memories::add_event(
+                        &mut tx,
+                        old,
+                        tenant,
+                        "supersede",
+                        "persist",
+                        json!({"superseded_by": new_id, "similarity": similarity}),
+                    )
+                    .await?;
+                    candidates.retain(|c| c.id != old);
+                    candidates.push(candidate(&memory));
+                    touched.extend([new_id, old]);
+                    events::Deduped {
+                        tenant,
+                        outcome: "superseded",
+                    }
+                    .emit();
+                }
+            }
+        }
+        tx.commit().await?;
+        touched.sort();
+        touched.dedup();
+        Ok((touched, already))
+    }
+}
+
+fn candidate(m: &NewMemory) -> Candidate {
+    Candidate {
+        id: m.id,
+        content: m.content.clone(),
+        content_key: m.content_key.clone(),
+        embedding: m.embedding.clone(),
+        importance: m.importance,
+        confidence: m.confidence,
+        entities: m.entities.clone(),
+    }
+}
+
+#[async_trait]
+impl Stage for PersistStage {
+    type Input = EmbeddedFact;
+    type Output = NoOutput;
+
+    const NAME: &'static str = "persist";
+    const INPUT: Topic = Topic::Embedded;
+    const OUTPUT: Option<Topic> = None;
+
+    fn decode(&self, payload: &[u8]) -> Result<EmbeddedFact, String> {
+        let e: EmbeddedFact =
+            serde_json::from_slice(payload).map_err(|e| format!("not an embedded fact: {e}"))?;
+        if e.vector.len() != e.model.dimension || e.vector.iter().any(|x| !x.is_finite()) {
+            return Err(format!(
+                "vector of {} values does not fit model {} ({} dimensions)",
+                e.vector.len(),
+                e.model.name,
+                e.model.dimension
+            ));
+        }
+        Ok(e)
+    }
+
+    async fn handle(&self, batch: &[Delivery<EmbeddedFact>]) -> Vec<Outcome<NoOutput>> {
+        // Group by (tenant, user, model), keeping delivery order inside each group.
+        let mut groups: HashMap<(String, String, String), Vec<usize>> = HashMap::new();
+        for (i, d) in batch.iter().enumerate() {
+            let key = (
+                d.input.fact.tenant.clone(),
+                d.input.fact.user_id.clone(),
+                d.input.model.slug(),
+            );
+            groups.entry(key).or_default().push(i);
+        }
+        let mut outcomes: Vec<Option<Outcome<NoOutput>>> = (0..batch.len()).map(|_| None).collect();
+        let mut to_index: Vec<(Collection, Vec<Uuid>)> = Vec::new();
+        for indices in groups.into_values() {
+            let facts: Vec<&EmbeddedFact> = indices.iter().map(|i| &batch[*i].input).collect();
+            match self.persist_group(&facts).await {
+                Ok((touched, already)) => {
+                    to_index.push((
+                        Collection::for_model(&self.namespace, &facts[0].model),
+                        touched,
+                    ));
+                    for (i, done) in indices.iter().zip(already) {
+                        outcomes[*i] = Some(if done {
+                            Outcome::Drop("duplicate: fact already persisted".into())
+                        } else {
+                            Outcome::Emit(Vec::new())
+                        });
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "persisting failed; the facts will be retried");
+                    for i in &indices {
+                        outcomes[*i] = Some(Outcome::Retry(format!("database: {e}")));
+                    }
+                }
+            }
+        }
+        // Postgres holds the truth now; the index follows, or the reconciler catches up.
+        for (collection, ids) in to_index {
+            if let Err(e) =
+                reconcile::index_ids(&self.store, self.index.as_ref(), &collection, &ids).await
+            {
+                tracing::warn!(error = %e, memories = ids.len(), "index not updated: the memories stay pending until the reconciler indexes them");
+            }
+        }
+        outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| Outcome::Retry("internal: no outcome".into())))
+            .collect()
+    }
+}

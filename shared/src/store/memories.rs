@@ -1,0 +1,335 @@
+//! The `memories` table with its provenance (`memory_sources`) and audit log
+//! (`memory_events`). Writes that must be atomic take a transaction from the
+//! caller.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+use super::{Store, StoreError};
+
+pub type Tx<'a> = Transaction<'a, Postgres>;
+
+/// An existing memory as dedupe sees it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Candidate {
+    pub id: Uuid,
+    pub content: String,
+    pub content_key: String,
+    pub embedding: Vec<f32>,
+    pub importance: f32,
+    pub confidence: f32,
+    pub entities: Vec<String>,
+}
+
+/// A memory as the index needs it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Indexable {
+    pub id: Uuid,
+    pub tenant: String,
+    pub user_id: String,
+    pub session_id: Option<String>,
+    pub kind: String,
+    pub fact_type: String,
+    pub status: String,
+    pub created_at: DateTime<Utc>,
+    pub occurred_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+    pub embedding_model: String,
+    pub embedding_version: String,
+    pub embedding: Vec<f32>,
+}
+
+/// A new memory.
+#[derive(Debug, Clone)]
+pub struct NewMemory {
+    pub id: Uuid,
+    pub tenant: String,
+    pub user_id: String,
+    pub agent_id: Option<String>,
+    pub session_id: Option<String>,
+    pub kind: String,
+    pub fact_type: String,
+    pub content: String,
+    pub content_key: String,
+    pub entities: Vec<String>,
+    pub importance: f32,
+    pub confidence: f32,
+    pub source_trust: String,
+    pub status: String,
+    pub occurred_at: Option<DateTime<Utc>>,
+    pub valid_from: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub embedding_model: String,
+    pub embedding_version: String,
+    pub embedding: Vec<f32>,
+}
+
+const CANDIDATE_COLUMNS: &str =
+    "id, content, content_key, embedding, importance, confidence, entities";
+const INDEXABLE_COLUMNS: &str = "id, tenant, user_id, session_id, kind, fact_type, status, created_at, occurred_at, updated_at, embedding_model, embedding_version, embedding";
+
+/// Serialises dedupe-then-write per (tenant, user) across every persist replica
+/// until the transaction ends.
+pub async fn lock_user(tx: &mut Tx<'_>, tenant: &str, user_id: &str) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7))")
+        .bind(tenant)
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Fact ids among `fact_ids` that already landed in a memory.
+pub async fn persisted_facts(
+    tx: &mut Tx<'_>,
+    tenant: &str,
+    fact_ids: &[String],
+) -> Result<Vec<String>, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT fact_id FROM memory_sources WHERE tenant = $1 AND fact_id = ANY($2)",
+    )
+    .bind(tenant)
+    .bind(fact_ids)
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
+/// Active memories written but not yet in the index, plus those whose content
+/// key matches, plus the given ids: every candidate the index cannot vouch for.
+/// `all` loads every active memory of the user and model (when the index
+/// cannot be asked, dedupe falls back to comparing against all of them).
+#[allow(clippy::too_many_arguments)]
+pub async fn candidates(
+    tx: &mut Tx<'_>,
+    tenant: &str,
+    user_id: &str,
+    model: &str,
+    version: &str,
+    keys: &[String],
+    ids: &[Uuid],
+    all: bool,
+) -> Result<Vec<Candidate>, StoreError> {
+    let sql = format!(
+        "SELECT {CANDIDATE_COLUMNS} FROM memories
+         WHERE tenant = $1 AND user_id = $2 AND embedding_model = $3 AND embedding_version = $4
+           AND status = 'active' AND embedding IS NOT NULL
+           AND ($7 OR index_state = 'pending' OR content_key = ANY($5) OR id = ANY($6))"
+    );
+    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(tenant)
+        .bind(user_id)
+        .bind(model)
+        .bind(version)
+        .bind(keys)
+        .bind(ids)
+        .bind(all)
+        .fetch_all(&mut **tx)
+        .await?)
+}
+
+pub async fn insert(tx: &mut Tx<'_>, m: &NewMemory) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO memories (id, tenant, user_id, agent_id, session_id, kind, fact_type, content, content_key,
+                               entities, importance, confidence, source_trust, status, occurred_at, valid_from,
+                               expires_at, embedding_model, embedding_version, embedding, index_state)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, 'pending')
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(m.id)
+    .bind(&m.tenant)
+    .bind(&m.user_id)
+    .bind(&m.agent_id)
+    .bind(&m.session_id)
+    .bind(&m.kind)
+    .bind(&m.fact_type)
+    .bind(&m.content)
+    .bind(&m.content_key)
+    .bind(&m.entities)
+    .bind(m.importance)
+    .bind(m.confidence)
+    .bind(&m.source_trust)
+    .bind(&m.status)
+    .bind(m.occurred_at)
+    .bind(m.valid_from)
+    .bind(m.expires_at)
+    .bind(&m.embedding_model)
+    .bind(&m.embedding_version)
+    .bind(&m.embedding)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Folds a new fact into an existing memory.
+#[allow(clippy::too_many_arguments)]
+pub async fn merge(
+    tx: &mut Tx<'_>,
+    id: Uuid,
+    content: &str,
+    content_key: &str,
+    embedding: Option<&[f32]>,
+    importance: f32,
+    confidence: f32,
+    entities: &[String],
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE memories
+         SET content = $2, content_key = $3, embedding = coalesce($4, embedding),
+             importance = greatest(importance, $5), confidence = least(1.0, greatest(confidence, $6) + 0.1),
+             entities = ARRAY(SELECT DISTINCT unnest(entities || $7::text[])),
+             updated_at = clock_timestamp(), index_state = 'pending'
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(content)
+    .bind(content_key)
+    .bind(embedding)
+    .bind(importance)
+    .bind(confidence)
+    .bind(entities)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub async fn supersede(tx: &mut Tx<'_>, old: Uuid, by: Uuid) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE memories SET status = 'superseded', superseded_by = $2, updated_at = clock_timestamp(), index_state = 'pending'
+         WHERE id = $1",
+    )
+    .bind(old)
+    .bind(by)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub async fn add_source(
+    tx: &mut Tx<'_>,
+    memory_id: Uuid,
+    tenant: &str,
+    fact_id: &str,
+    turn_id: &str,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO memory_sources (memory_id, fact_id, tenant, turn_id) VALUES ($1, $2, $3, $4)
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(memory_id)
+    .bind(fact_id)
+    .bind(tenant)
+    .bind(turn_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub async fn add_event(
+    tx: &mut Tx<'_>,
+    memory_id: Uuid,
+    tenant: &str,
+    event: &str,
+    actor: &str,
+    detail: Value,
+) -> Result<(), StoreError> {
+    sqlx::query("INSERT INTO memory_events (memory_id, tenant, event, actor, detail) VALUES ($1, $2, $3, $4, $5)")
+        .bind(memory_id)
+        .bind(tenant)
+        .bind(event)
+        .bind(actor)
+        .bind(detail)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Statuses that live in the index (archived and deleted memories do not).
+pub const INDEXED_STATUSES: &[&str] = &["active", "superseded", "quarantined"];
+
+impl Store {
+    /// Memories by id, as the index needs them.
+    pub async fn indexable(&self, ids: &[Uuid]) -> Result<Vec<Indexable>, StoreError> {
+        let sql = format!(
+            "SELECT {INDEXABLE_COLUMNS} FROM memories WHERE id = ANY($1) AND embedding IS NOT NULL"
+        );
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(ids)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Memories waiting for the index, oldest first, that have not changed for `settle`.
+    pub async fn pending_index(
+        &self,
+        limit: i64,
+        settle_ms: i64,
+    ) -> Result<Vec<Indexable>, StoreError> {
+        let sql = format!(
+            "SELECT {INDEXABLE_COLUMNS} FROM memories
+             WHERE index_state = 'pending' AND embedding IS NOT NULL
+               AND updated_at < clock_timestamp() - make_interval(secs => $2::double precision / 1000)
+             ORDER BY updated_at LIMIT $1"
+        );
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(limit)
+            .bind(settle_ms)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Marks memories indexed (or removed from the index) unless they changed
+    /// since they were read: a newer version stays pending.
+    pub async fn mark_index_state(
+        &self,
+        rows: &[(Uuid, DateTime<Utc>)],
+        state: &str,
+    ) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<Uuid> = rows.iter().map(|(id, _)| *id).collect();
+        let stamps: Vec<DateTime<Utc>> = rows.iter().map(|(_, t)| *t).collect();
+        sqlx::query(
+            "UPDATE memories m SET index_state = $3
+             FROM UNNEST($1::uuid[], $2::timestamptz[]) AS r(id, updated_at)
+             WHERE m.id = r.id AND m.updated_at = r.updated_at",
+        )
+        .bind(&ids)
+        .bind(&stamps)
+        .bind(state)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Every memory that belongs in the index, page by page (for a rebuild).
+    pub async fn indexable_page(
+        &self,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<Vec<Indexable>, StoreError> {
+        let sql = format!(
+            "SELECT {INDEXABLE_COLUMNS} FROM memories
+             WHERE status = ANY($1) AND embedding IS NOT NULL AND ($2::uuid IS NULL OR id > $2)
+             ORDER BY id LIMIT $3"
+        );
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(INDEXED_STATUSES)
+            .bind(after)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// The embedding models that memories use, as `(name, version, dimension)`.
+    pub async fn embedding_models(&self) -> Result<Vec<(String, String, i32)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT DISTINCT embedding_model, embedding_version, coalesce(array_length(embedding, 1), 0)
+             FROM memories WHERE embedding IS NOT NULL",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}
