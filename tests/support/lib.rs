@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub mod fake_llm;
+pub mod switchable_index;
 
 pub use hindsight_shared;
 
@@ -53,6 +54,7 @@ impl Deployment {
     pub async fn new(label: &str, adjust: impl FnOnce(&mut Config)) -> Self {
         let base = Config::from_env().expect("the environment holds a valid configuration");
         let mut sandbox = Sandbox::new(&base, label);
+        sandbox.config.embed.model_dir = model_dir();
         sandbox.config.retry_initial = Duration::from_millis(100);
         sandbox.config.retry_max = Duration::from_secs(1);
         adjust(&mut sandbox.config);
@@ -168,6 +170,16 @@ impl Deployment {
             .await
             .expect("sandbox removed");
     }
+}
+
+/// The local embedding model (`./ops/setup.sh` fetches it), unless
+/// `HINDSIGHT_EMBED_MODEL_DIR` names another.
+pub fn model_dir() -> std::path::PathBuf {
+    std::env::var_os("HINDSIGHT_EMBED_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models/all-MiniLM-L6-v2")
+        })
 }
 
 /// Polls `check` until it returns true, or panics with `what` after `timeout`.

@@ -104,7 +104,24 @@ impl PersistStage {
             .map(|f| done.contains(&f.fact.fact_id))
             .collect();
 
-        // Neighbours from the index; memories written but not yet indexed come from Postgres.
+        // Memories written but not yet indexed come from Postgres, read before
+        // the index is asked: a writer marks a memory indexed only after the
+        // index holds it, so whatever this read misses, the search finds.
+        let keys: Vec<String> = facts
+            .iter()
+            .map(|f| dedupe::content_key(&f.fact.content))
+            .collect();
+        let mut candidates: Vec<Candidate> = memories::candidates(
+            &mut tx,
+            tenant,
+            user_id,
+            &model.name,
+            &model.version,
+            &keys,
+            &[],
+            false,
+        )
+        .await?;
         let scope = Scope {
             tenant: tenant.clone(),
             user_id: user_id.clone(),
@@ -125,7 +142,8 @@ impl PersistStage {
                 Ok(hits) => neighbour_ids.extend(
                     hits.into_iter()
                         .filter(|h| h.score >= self.threshold - dedupe::CONTRADICTION_MARGIN)
-                        .map(|h| h.id),
+                        .map(|h| h.id)
+                        .filter(|id| !candidates.iter().any(|c| c.id == *id)),
                 ),
                 Err(e) => {
                     tracing::warn!(error = %e, "index unavailable: dedupe compares against every memory of the user");
@@ -134,21 +152,24 @@ impl PersistStage {
                 }
             }
         }
-        let keys: Vec<String> = facts
-            .iter()
-            .map(|f| dedupe::content_key(&f.fact.content))
-            .collect();
-        let mut candidates: Vec<Candidate> = memories::candidates(
-            &mut tx,
-            tenant,
-            user_id,
-            &model.name,
-            &model.version,
-            &keys,
-            &neighbour_ids,
-            index_down,
-        )
-        .await?;
+        if index_down || !neighbour_ids.is_empty() {
+            let more = memories::candidates(
+                &mut tx,
+                tenant,
+                user_id,
+                &model.name,
+                &model.version,
+                &[],
+                &neighbour_ids,
+                index_down,
+            )
+            .await?;
+            for c in more {
+                if !candidates.iter().any(|x| x.id == c.id) {
+                    candidates.push(c);
+                }
+            }
+        }
 
         let mut touched = Vec::new();
         for ((e, skip), key) in facts.iter().zip(&already).zip(&keys) {
