@@ -47,6 +47,10 @@ enum Command {
     Status(cmd::status::Args),
     /// Print the configuration reference and the values in effect (secrets masked).
     Config,
+    /// Rebuild the vector index from Postgres, from the stored embeddings (nothing is re-embedded).
+    ///
+    /// With the embedded index, stop `hindsight up` first: one process owns its directory.
+    Reindex,
     /// Measure throughput in a throw-away namespace and database.
     Bench {
         #[command(subcommand)]
@@ -73,6 +77,7 @@ async fn main() -> std::process::ExitCode {
         Command::Dlq { command } => cmd::dlq::run(command).await,
         Command::Status(args) => cmd::status::run(args).await,
         Command::Config => cmd::config(),
+        Command::Reindex => cmd::reindex().await,
         Command::Bench { command } => cmd::bench::run(command).await,
         Command::Eval { command } => cmd::eval::run(command).await,
     };

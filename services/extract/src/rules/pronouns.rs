@@ -55,15 +55,66 @@ const VERBS: &[&str] = &[
     "understand",
     "care",
     "try",
-    "usually",
-    "always",
-    "never",
-    "often",
-    "sometimes",
-    "still",
-    "also",
-    "really",
-    "just",
+    "look",
+    "see",
+    "find",
+    "hear",
+    "help",
+    "start",
+    "stop",
+    "move",
+    "call",
+    "ask",
+    "tell",
+    "give",
+    "show",
+    "bring",
+    "buy",
+    "build",
+    "create",
+    "spend",
+    "watch",
+    "listen",
+    "practice",
+    "learn",
+    "train",
+    "grow",
+    "raise",
+    "support",
+    "appreciate",
+    "admire",
+    "adore",
+    "cherish",
+    "value",
+    "mention",
+    "recommend",
+    "struggle",
+    "deal",
+    "manage",
+    "wonder",
+    "guess",
+    "suppose",
+    "realize",
+    "realise",
+    "imagine",
+    "consider",
+    "bake",
+    "hike",
+    "camp",
+    "draw",
+    "knit",
+    "garden",
+    "exercise",
+    "meditate",
+    "pray",
+    "belong",
+    "identify",
+    "relate",
+    "admit",
+    "promise",
+    "treasure",
+    "carry",
+    "wear",
 ];
 
 /// Adverbs between "I" and the verb keep the verb's agreement ("I really like" → "really likes").
@@ -77,6 +128,24 @@ const ADVERBS: &[&str] = &[
     "also",
     "really",
     "just",
+    "totally",
+    "completely",
+    "definitely",
+    "truly",
+    "actually",
+    "honestly",
+    "absolutely",
+    "certainly",
+    "kinda",
+    "already",
+    "finally",
+    "recently",
+    "especially",
+    "personally",
+    "rarely",
+    "seldom",
+    "genuinely",
+    "even",
 ];
 
 fn third_person(verb: &str) -> String {
@@ -93,6 +162,15 @@ fn third_person(verb: &str) -> String {
         "study" => "studies".into(),
         "miss" | "wish" => format!("{verb}es"),
         _ => format!("{verb}s"),
+    }
+}
+
+/// A verb after "I", made to agree with a third-person subject when it is one we know.
+fn agree(verb: &str) -> String {
+    if VERBS.contains(&verb) || matches!(verb, "am" | "have" | "do" | "go") {
+        third_person(verb)
+    } else {
+        verb.to_string()
     }
 }
 
@@ -124,22 +202,10 @@ pub fn third_person_text(text: &str, speaker: &str) -> String {
             return format!("{speaker} {rest}");
         }
         if let (Some(adverb), Some(verb)) = (c.name("adverb"), c.name("verb2")) {
-            let verb = verb.as_str();
-            let agreed = if VERBS.contains(&verb) || matches!(verb, "have" | "do" | "go") {
-                third_person(verb)
-            } else {
-                verb.to_string()
-            };
-            return format!("{speaker} {} {agreed}", adverb.as_str());
+            return format!("{speaker} {} {}", adverb.as_str(), agree(verb.as_str()));
         }
         if let Some(verb) = c.name("verb") {
-            let verb = verb.as_str();
-            let agreed = if VERBS.contains(&verb) || matches!(verb, "am" | "have" | "do" | "go") {
-                third_person(verb)
-            } else {
-                verb.to_string()
-            };
-            return format!("{speaker} {agreed}");
+            return format!("{speaker} {}", agree(verb.as_str()));
         }
         if let Some(me) = c.name("me") {
             // "me-time" is not about the speaker as an object.
@@ -201,6 +267,10 @@ mod tests {
             ),
             ("I've been running", "Caroline has been running"),
             ("I totally agree", "Caroline totally agrees"),
+            (
+                "when I look after my family",
+                "when Caroline looks after Caroline's family",
+            ),
             ("some me-time for me", "some me-time for Caroline"),
         ];
         for (text, expected) in cases {

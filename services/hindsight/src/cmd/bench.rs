@@ -27,6 +27,20 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Turns and facts per second from publish to persisted and searchable, through
+    /// every stage with the configured extractor and embedder; then, on the same
+    /// texts, the bare embedder's throughput at batch 16, and the ratio of the two.
+    Ingest {
+        /// How many turns to publish (the LoCoMo turns, repeated under new ids).
+        #[arg(long, default_value_t = 2_000)]
+        turns: usize,
+        /// LoCoMo conversations to take the turns from; synthetic turns when absent.
+        #[arg(long, default_value = "../shared/eval/locomo-dev.json")]
+        data: std::path::PathBuf,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Turns and facts per second through the extract stage alone (the
     /// configured extractor: the rules unless HINDSIGHT_LLM_BASE_URL is set).
     /// The filter first fills `kept`; the clock runs from the extract stage's
@@ -39,6 +53,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Serialize)]
+struct IngestReport {
+    turns: usize,
+    facts: u64,
+    memories: u64,
+    seconds: f64,
+    turns_per_s: f64,
+    facts_per_s: f64,
+    latency_p50_ms: f64,
+    latency_p99_ms: f64,
+    embedder: String,
+    embedder_texts_per_s: f64,
+    /// facts/s through every stage ÷ texts/s of the bare embedder at batch 16 on the same texts.
+    pipeline_to_embedder_ratio: f64,
 }
 
 #[derive(Serialize)]
@@ -84,7 +114,30 @@ fn turn(tenant: &str, i: usize) -> serde_json::Value {
 }
 
 pub async fn run(command: Command) -> anyhow::Result<()> {
+    if let Command::Ingest { turns, data, json } = &command {
+        let report = ingest(*turns, data).await?;
+        if *json {
+            println!("{}", serde_json::to_string(&report)?);
+        } else {
+            println!(
+                "ingest: {} turns → {} facts → {} memories in {:.1} s: {:.1} turns/s, {:.1} facts/s; publish→searchable p50 {:.0} ms, p99 {:.0} ms; bare embedder ({}) {:.1} texts/s at batch 16; ratio {:.2}",
+                report.turns,
+                report.facts,
+                report.memories,
+                report.seconds,
+                report.turns_per_s,
+                report.facts_per_s,
+                report.latency_p50_ms,
+                report.latency_p99_ms,
+                report.embedder,
+                report.embedder_texts_per_s,
+                report.pipeline_to_embedder_ratio
+            );
+        }
+        return Ok(());
+    }
     let (report, json) = match command {
+        Command::Ingest { .. } => return Ok(()),
         Command::Filter { turns, json } => (bench(StageName::Filter, turns).await?, json),
         Command::Extract { turns, json } => (bench(StageName::Extract, turns).await?, json),
     };
@@ -228,5 +281,137 @@ async fn measure(
         seconds,
         turns_per_s: turns as f64 / seconds,
         emitted_per_s: emitted as f64 / seconds,
+    })
+}
+
+/// The turns of an ingest: LoCoMo's, repeated under new ids, or synthetic.
+fn ingest_turns(turns: usize, data: &std::path::Path) -> Vec<serde_json::Value> {
+    let locomo = crate::locomo::load(data)
+        .ok()
+        .filter(|d| !d.turns.is_empty());
+    (0..turns)
+        .map(|i| match &locomo {
+            Some(d) => {
+                let t = &d.turns[i % d.turns.len()];
+                let round = i / d.turns.len();
+                let mut v = t.envelope();
+                v["tenant"] = json!("bench");
+                v["turn_id"] = json!(format!("r{round}-{}-{}", t.user_id, t.turn_id));
+                v["session_id"] = json!(format!("r{round}-{}", t.session_id));
+                v
+            }
+            None => turn("bench", i),
+        })
+        .collect()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+async fn ingest(turns: usize, data: &std::path::Path) -> anyhow::Result<IngestReport> {
+    let base = super::setup()?;
+    let sandbox = Sandbox::new(&base, "bench");
+    let ctx = Context::boot(sandbox.config.clone()).await?;
+    let shutdown = CancellationToken::new();
+    let running = service::start(&ctx, stages::tasks(stages::ALL, &ctx)?, shutdown.clone()).await?;
+    running.readiness.wait().await;
+    let result = measure_ingest(&ctx, turns, data).await;
+    shutdown.cancel();
+    running.wait().await?;
+    sandbox.remove(&ctx.bus).await?;
+    result
+}
+
+async fn measure_ingest(
+    ctx: &Context,
+    turns: usize,
+    data: &std::path::Path,
+) -> anyhow::Result<IngestReport> {
+    let envelopes = ingest_turns(turns, data);
+    let subject = ctx.config.namespace.subject(Topic::Turns, "bench");
+    let started = Instant::now();
+    let mut published_at = std::collections::HashMap::new();
+    let mut in_flight: Vec<PublishAckFuture> = Vec::new();
+    for v in &envelopes {
+        let id = v["turn_id"].as_str().unwrap_or_default().to_string();
+        let msg = jetstream::message::PublishMessage::build()
+            .payload(v.to_string().into_bytes().into())
+            .message_id(format!("bench:{id}"));
+        published_at.insert(id, chrono::Utc::now());
+        in_flight.push(ctx.bus.js.send_publish(subject.clone(), msg).await?);
+        if in_flight.len() == 256 {
+            for ack in in_flight.drain(..) {
+                ack.await?;
+            }
+        }
+    }
+    for ack in in_flight.drain(..) {
+        ack.await?;
+    }
+    // Done when every turn went through the filter (kept or dropped), every kept
+    // turn was extracted, every fact is in a memory and the index has caught up.
+    until("every turn persisted and searchable", async || {
+        let done: bool = sqlx::query_scalar(
+            "SELECT (SELECT count(*) FROM turns) >= $1
+                AND NOT EXISTS (SELECT 1 FROM turns WHERE fate = 'kept' AND extract_outcome IS NULL)
+                AND (SELECT coalesce(sum(jsonb_array_length(facts)), 0) FROM turns) = (SELECT count(*) FROM memory_sources)
+                AND NOT EXISTS (SELECT 1 FROM memories WHERE index_state = 'pending')",
+        )
+        .bind(turns as i64)
+        .fetch_one(&ctx.store.pool)
+        .await?;
+        Ok(done)
+    })
+    .await?;
+    let seconds = started.elapsed().as_secs_f64();
+
+    let done_at: Vec<(String, chrono::DateTime<chrono::Utc>)> =
+        sqlx::query_as("SELECT turn_id, max(added_at) FROM memory_sources GROUP BY turn_id")
+            .fetch_all(&ctx.store.pool)
+            .await?;
+    let mut latencies: Vec<f64> = done_at
+        .iter()
+        .filter_map(|(id, at)| {
+            published_at
+                .get(id)
+                .map(|p| (*at - *p).num_microseconds().unwrap_or(0) as f64 / 1000.0)
+        })
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    let (facts, memories): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM memory_sources), (SELECT count(*) FROM memories)",
+    )
+    .fetch_one(&ctx.store.pool)
+    .await?;
+
+    // The bare embedder on the same texts, at batch 16, with nothing else running.
+    let texts: Vec<String> = sqlx::query_scalar(
+        "SELECT f->>'content' FROM turns, jsonb_array_elements(facts) AS f WHERE facts IS NOT NULL",
+    )
+    .fetch_all(&ctx.store.pool)
+    .await?;
+    let embedder = hindsight_embed::embedder(&ctx.config.embed)?;
+    let bare_started = Instant::now();
+    for chunk in texts.chunks(16) {
+        embedder.embed(chunk).await?;
+    }
+    let embedder_texts_per_s = texts.len() as f64 / bare_started.elapsed().as_secs_f64();
+    let facts_per_s = facts as f64 / seconds;
+    Ok(IngestReport {
+        turns,
+        facts: facts as u64,
+        memories: memories as u64,
+        seconds,
+        turns_per_s: turns as f64 / seconds,
+        facts_per_s,
+        latency_p50_ms: percentile(&latencies, 0.5),
+        latency_p99_ms: percentile(&latencies, 0.99),
+        embedder: embedder.model().name.clone(),
+        embedder_texts_per_s,
+        pipeline_to_embedder_ratio: facts_per_s / embedder_texts_per_s,
     })
 }

@@ -42,3 +42,17 @@ pub fn config() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+pub async fn reindex() -> anyhow::Result<()> {
+    let config = setup()?;
+    let store = hindsight_shared::store::Store::connect(&config).await?;
+    let index = hindsight_index::open(&config)?;
+    let started = std::time::Instant::now();
+    let count =
+        hindsight_persist::reconcile::reindex(&store, index.as_ref(), &config.namespace).await?;
+    println!(
+        "reindexed {count} memories in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
