@@ -230,7 +230,7 @@ async fn measure(
     shutdown: &CancellationToken,
 ) -> anyhow::Result<Report> {
     let filter = start(ctx, StageName::Filter, shutdown).await?;
-    let (started, seconds, emitted) = match stage {
+    let (seconds, emitted) = match stage {
         StageName::Filter => {
             let started = Instant::now();
             publish(ctx, turns).await?;
@@ -239,7 +239,6 @@ async fn measure(
             })
             .await?;
             (
-                started,
                 started.elapsed().as_secs_f64(),
                 messages(ctx, "KEPT").await?,
             )
@@ -265,13 +264,12 @@ async fn measure(
             let seconds = started.elapsed().as_secs_f64();
             shutdown.cancel();
             extract.wait().await?;
-            (started, seconds, messages(ctx, "FACTS").await?)
+            (seconds, messages(ctx, "FACTS").await?)
         }
         StageName::Embed | StageName::Persist => {
             anyhow::bail!("`bench ingest` measures embed and persist, end to end")
         }
     };
-    let _ = started;
     shutdown.cancel();
     filter.wait().await?;
     Ok(Report {
