@@ -37,6 +37,9 @@ pub enum Command {
         /// LoCoMo conversations to take the turns from; synthetic turns when absent.
         #[arg(long, default_value = "../shared/eval/locomo-dev.json")]
         data: std::path::PathBuf,
+        /// Embed stage replicas (each with its own model) sharing the stage's consumer.
+        #[arg(long, default_value_t = 1)]
+        embed_replicas: usize,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -114,8 +117,14 @@ fn turn(tenant: &str, i: usize) -> serde_json::Value {
 }
 
 pub async fn run(command: Command) -> anyhow::Result<()> {
-    if let Command::Ingest { turns, data, json } = &command {
-        let report = ingest(*turns, data).await?;
+    if let Command::Ingest {
+        turns,
+        data,
+        embed_replicas,
+        json,
+    } = &command
+    {
+        let report = ingest(*turns, data, *embed_replicas).await?;
         if *json {
             println!("{}", serde_json::to_string(&report)?);
         } else {
@@ -310,12 +319,21 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-async fn ingest(turns: usize, data: &std::path::Path) -> anyhow::Result<IngestReport> {
+async fn ingest(
+    turns: usize,
+    data: &std::path::Path,
+    embed_replicas: usize,
+) -> anyhow::Result<IngestReport> {
     let base = super::setup()?;
     let sandbox = Sandbox::new(&base, "bench");
     let ctx = Context::boot(sandbox.config.clone()).await?;
     let shutdown = CancellationToken::new();
-    let running = service::start(&ctx, stages::tasks(stages::ALL, &ctx)?, shutdown.clone()).await?;
+    let mut names = stages::ALL.to_vec();
+    names.extend(std::iter::repeat_n(
+        StageName::Embed,
+        embed_replicas.max(1) - 1,
+    ));
+    let running = service::start(&ctx, stages::tasks(&names, &ctx)?, shutdown.clone()).await?;
     running.readiness.wait().await;
     let result = measure_ingest(&ctx, turns, data).await;
     shutdown.cancel();
