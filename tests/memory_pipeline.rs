@@ -123,6 +123,16 @@ async fn a_published_turn_becomes_a_memory_a_vector_search_finds_with_provenance
     .expect("the hit is a memory with provenance");
     assert!(content.contains("Lisbon"), "{content}");
     assert_eq!(turn_id, "t1");
+    let terms: Vec<String> = sqlx::query_scalar("SELECT terms FROM memories WHERE id = $1")
+        .bind(hits[0].id)
+        .fetch_one(&d.ctx.store.pool)
+        .await
+        .expect("terms");
+    assert_eq!(
+        terms,
+        hindsight_shared::terms::distinct_terms(&content),
+        "the keyword channel's terms follow the content"
+    );
     let other_user = Scope {
         user_id: "someone-else".into(),
         ..scope
@@ -185,6 +195,15 @@ async fn the_real_model_merges_paraphrases_keeps_different_values_and_supersedes
     assert_eq!(r2.2, "active");
     let (z1, z2) = (memory_of("z1").await, memory_of("z2").await);
     assert_eq!(z1.0, z2.0, "the Chinese paraphrases merge");
+    let z_terms: Vec<String> = sqlx::query_scalar("SELECT terms FROM memories WHERE id = $1")
+        .bind(z1.0)
+        .fetch_one(&d.ctx.store.pool)
+        .await
+        .expect("terms");
+    assert!(
+        z_terms.iter().any(|t| t == "北京"),
+        "a Chinese memory is findable by its words: {z_terms:?}"
+    );
     let confidence: f32 = sqlx::query_scalar("SELECT confidence FROM memories WHERE id = $1")
         .bind(b1.0)
         .fetch_one(&d.ctx.store.pool)

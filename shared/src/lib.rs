@@ -26,6 +26,7 @@ pub mod status;
 pub mod store;
 pub mod streams;
 pub mod telemetry;
+pub mod terms;
 pub mod turn;
 
 pub use config::Config;

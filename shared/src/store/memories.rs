@@ -8,6 +8,7 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
+use crate::terms;
 
 pub type Tx<'a> = Transaction<'a, Postgres>;
 
@@ -133,8 +134,8 @@ pub async fn insert(tx: &mut Tx<'_>, m: &NewMemory) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO memories (id, tenant, user_id, agent_id, session_id, kind, fact_type, content, content_key,
                                entities, importance, confidence, source_trust, status, occurred_at, valid_from,
-                               expires_at, embedding_model, embedding_version, embedding, index_state)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, 'pending')
+                               expires_at, embedding_model, embedding_version, embedding, terms, index_state)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, 'pending')
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(m.id)
@@ -157,6 +158,7 @@ pub async fn insert(tx: &mut Tx<'_>, m: &NewMemory) -> Result<(), StoreError> {
     .bind(&m.embedding_model)
     .bind(&m.embedding_version)
     .bind(&m.embedding)
+    .bind(terms::distinct_terms(&m.content))
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -176,7 +178,7 @@ pub async fn merge(
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE memories
-         SET content = $2, content_key = $3, embedding = coalesce($4, embedding),
+         SET content = $2, content_key = $3, terms = $8, embedding = coalesce($4, embedding),
              importance = greatest(importance, $5), confidence = least(1.0, greatest(confidence, $6) + 0.1),
              entities = ARRAY(SELECT DISTINCT unnest(entities || $7::text[])),
              updated_at = clock_timestamp(), index_state = 'pending'
@@ -189,6 +191,7 @@ pub async fn merge(
     .bind(importance)
     .bind(confidence)
     .bind(entities)
+    .bind(terms::distinct_terms(content))
     .execute(&mut **tx)
     .await?;
     Ok(())
