@@ -13,6 +13,7 @@ use hindsight_shared::{
     Topic,
     embedding::{EmbeddedFact, ModelId, cosine},
     fact::{ExtractedBy, Fact, FactType},
+    store::keyword::KeywordQuery,
     turn::{Source, Trust},
 };
 use hindsight_tests::{
@@ -203,6 +204,40 @@ async fn the_real_model_merges_paraphrases_keeps_different_values_and_supersedes
     assert!(
         z_terms.iter().any(|t| t == "北京"),
         "a Chinese memory is findable by its words: {z_terms:?}"
+    );
+    let active = ["active".to_string()];
+    let keyword = |user_id: &'static str, text: &'static str| {
+        let store = d.ctx.store.clone();
+        let statuses = active.clone();
+        async move {
+            store
+                .keyword_search(&KeywordQuery {
+                    tenant: TENANT,
+                    user_id,
+                    text,
+                    statuses: &statuses,
+                    limit: 5,
+                })
+                .await
+                .expect("keyword search")
+        }
+    };
+    let found = keyword("li", "谁住在朝阳区？").await;
+    assert_eq!(
+        found.first().map(|h| h.id),
+        Some(z1.0),
+        "a Chinese query finds the Chinese memory through the keyword channel alone: {found:?}"
+    );
+    assert_eq!(
+        keyword("li", "Which pets does Li like? cats")
+            .await
+            .first()
+            .map(|h| h.id),
+        Some(memory_of("c1").await.0)
+    );
+    assert!(
+        keyword("someone-else", "谁住在朝阳区？").await.is_empty(),
+        "another user's memories are never searched"
     );
     let confidence: f32 = sqlx::query_scalar("SELECT confidence FROM memories WHERE id = $1")
         .bind(b1.0)

@@ -2,6 +2,7 @@
 //! module per table family.
 
 mod db;
+pub mod keyword;
 pub mod memories;
 pub mod turns;
 
