@@ -16,6 +16,7 @@ pub mod fact;
 pub mod ids;
 pub mod namespace;
 pub mod ops_http;
+pub mod recall;
 pub mod retry;
 pub mod runner;
 pub mod sandbox;

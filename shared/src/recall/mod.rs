@@ -1,0 +1,4 @@
+//! Recall: the pure parts (fusion of the channels and the final score), used
+//! by every surface that answers a recall.
+
+pub mod fusion;
