@@ -1,0 +1,123 @@
+//! The memory brief: recalled memories as text to paste into a prompt,
+//! grouped by type, each line with its date and confidence.
+
+use std::fmt::Write;
+
+use super::memory::RecalledMemory;
+
+/// Section titles in the order a model should read them: what must hold first.
+const SECTIONS: &[(&str, &[&str])] = &[
+    ("Constraints", &["constraint"]),
+    ("Preferences", &["preference"]),
+    ("Plans", &["plan"]),
+    ("Recent events", &["event"]),
+    ("Facts", &["fact", "entity", "relation"]),
+];
+
+const PREAMBLE: &str = "Context from memory of earlier conversations with this user. It may be incomplete or out of date; use it only where it is relevant to the request and ignore it otherwise.";
+
+/// Renders the brief; an empty answer says so rather than printing nothing.
+pub fn render(memories: &[RecalledMemory]) -> String {
+    let mut out = String::from(PREAMBLE);
+    out.push('\n');
+    if memories.is_empty() {
+        out.push_str("\n(no relevant memories)\n");
+        return out;
+    }
+    let known: Vec<&str> = SECTIONS
+        .iter()
+        .flat_map(|(_, t)| t.iter().copied())
+        .collect();
+    let other: Vec<&RecalledMemory> = memories
+        .iter()
+        .filter(|m| !known.contains(&m.fact_type.as_str()))
+        .collect();
+    let sections = SECTIONS
+        .iter()
+        .map(|(title, types)| {
+            (
+                *title,
+                memories
+                    .iter()
+                    .filter(|m| types.contains(&m.fact_type.as_str()))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .chain(std::iter::once(("Other", other)));
+    for (title, items) in sections {
+        if items.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title}:");
+        for m in items {
+            let _ = write!(
+                out,
+                "- {} ({}, confidence {:.2}",
+                m.content.trim(),
+                m.date().format("%Y-%m-%d"),
+                m.confidence
+            );
+            if m.status != "active" {
+                let _ = write!(out, ", {}", m.status);
+            }
+            if !m.conflicts_with.is_empty() {
+                out.push_str(", conflicts with another memory here");
+            }
+            out.push_str(")\n");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn memory(content: &str, fact_type: &str, status: &str) -> RecalledMemory {
+        RecalledMemory {
+            id: Uuid::new_v4(),
+            content: content.into(),
+            fact_type: fact_type.into(),
+            status: status.into(),
+            importance: 0.5,
+            confidence: 0.8,
+            source: "high".into(),
+            occurred_at: Some(
+                Utc.with_ymd_and_hms(2026, 5, 8, 13, 0, 0)
+                    .single()
+                    .expect("date"),
+            ),
+            created_at: Utc::now(),
+            provenance: vec![],
+            score: 1.0,
+            conflicts_with: vec![],
+        }
+    }
+
+    #[test]
+    fn memories_are_grouped_by_type_with_date_and_confidence() {
+        let brief = render(&[
+            memory("Li went hiking", "event", "active"),
+            memory("Li is allergic to peanuts", "constraint", "active"),
+            memory("Li prefers tea", "preference", "superseded"),
+        ]);
+        let constraints = brief.find("Constraints:").expect("constraints");
+        let preferences = brief.find("Preferences:").expect("preferences");
+        let events = brief.find("Recent events:").expect("events");
+        assert!(constraints < preferences && preferences < events, "{brief}");
+        assert!(
+            brief.contains("- Li is allergic to peanuts (2026-05-08, confidence 0.80)"),
+            "{brief}"
+        );
+        assert!(brief.contains("superseded"), "{brief}");
+        assert!(brief.starts_with("Context from memory"), "{brief}");
+    }
+
+    #[test]
+    fn an_empty_answer_says_so() {
+        assert!(render(&[]).contains("no relevant memories"));
+    }
+}
