@@ -3,5 +3,6 @@
 
 pub mod brief;
 pub mod budget;
+pub mod conflicts;
 pub mod fusion;
 pub mod memory;

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use hindsight_shared::{embedding::cosine, store::memories::Candidate};
+use crate::{embedding::cosine, store::memories::Candidate};
 use uuid::Uuid;
 
 /// The content lowercased, without punctuation and with single spaces:
@@ -174,6 +174,16 @@ pub fn contradicts(old: &str, new: &str) -> bool {
         }
     });
     exclusive && value_differs(old, new)
+}
+
+/// Whether two statements share most of their words (Jaccard ≥ 0.5 over
+/// content words): a lexical stand-in for "near neighbours" where no vectors
+/// are at hand, so that `contradicts` is only asked of statements about the
+/// same thing.
+pub fn same_frame(a: &str, b: &str) -> bool {
+    let (ta, tb) = (content_tokens(a), content_tokens(b));
+    let (sa, sb): (HashSet<&String>, HashSet<&String>) = (ta.iter().collect(), tb.iter().collect());
+    jaccard(&sa, &sb) >= 0.5
 }
 
 /// The content of a merged memory, and whether the new fact's vector should
