@@ -44,36 +44,55 @@ impl Store {
         if query_terms.is_empty() || q.limit == 0 {
             return Ok(Vec::new());
         }
-        let hits = sqlx::query_as(
-            "WITH scope AS (
-                 SELECT id, terms FROM memories
-                 WHERE tenant = $1 AND user_id = $2 AND status = ANY($4)
-             ),
-             stats AS (
-                 SELECT count(*)::float8 AS n, greatest(avg(cardinality(terms)), 1)::float8 AS avgdl FROM scope
-             ),
-             idf AS (
-                 SELECT q.t, ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) AS w
-                 FROM unnest($3::text[]) AS q(t)
-                 CROSS JOIN stats
-                 CROSS JOIN LATERAL (SELECT count(*)::float8 AS df FROM scope WHERE scope.terms @> ARRAY[q.t]) df
-                 WHERE df.df > 0
-             )
-             SELECT s.id,
-                    (SELECT sum(idf.w) FROM idf WHERE idf.t = ANY(s.terms))
-                      * ($6 + 1) / (1 + $6 * (1 - $7 + $7 * cardinality(s.terms) / stats.avgdl)) AS score
-             FROM scope s CROSS JOIN stats
-             WHERE s.terms && $3::text[]
-             ORDER BY score DESC, s.id
-             LIMIT $5",
+        // Three plain statements rather than one: a CTE over the user's rows
+        // hides the GIN index from the per-term counts and costs minutes at
+        // 100k memories; these use `memories_terms` and `memories_by_user`.
+        let (n, avgdl): (i64, Option<f64>) = sqlx::query_as(
+            "SELECT count(*), avg(cardinality(terms))::float8 FROM memories
+             WHERE tenant = $1 AND user_id = $2 AND status = ANY($3)",
+        )
+        .bind(q.tenant)
+        .bind(q.user_id)
+        .bind(q.statuses)
+        .fetch_one(&self.pool)
+        .await?;
+        let dfs: Vec<i64> = sqlx::query_scalar(
+            "SELECT (SELECT count(*) FROM memories m
+                     WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($4) AND m.terms @> ARRAY[q.t])
+             FROM unnest($3::text[]) WITH ORDINALITY AS q(t, i) ORDER BY q.i",
         )
         .bind(q.tenant)
         .bind(q.user_id)
         .bind(&query_terms)
         .bind(q.statuses)
-        .bind(i64::try_from(q.limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        let n = n as f64;
+        let idf: Vec<f64> = dfs
+            .iter()
+            .map(|&df| {
+                let df = df as f64;
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect();
+        let hits = sqlx::query_as(
+            "SELECT m.id,
+                    (SELECT sum(x.w) FROM unnest($3::text[], $4::float8[]) AS x(t, w) WHERE x.t = ANY(m.terms))
+                      * ($7 + 1) / (1 + $7 * (1 - $8 + $8 * cardinality(m.terms) / $6)) AS score
+             FROM memories m
+             WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms && $3::text[]
+             ORDER BY score DESC, m.id
+             LIMIT $9",
+        )
+        .bind(q.tenant)
+        .bind(q.user_id)
+        .bind(&query_terms)
+        .bind(&idf)
+        .bind(q.statuses)
+        .bind(avgdl.unwrap_or(1.0).max(1.0))
         .bind(K1)
         .bind(B)
+        .bind(i64::try_from(q.limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
         Ok(hits)
