@@ -109,15 +109,6 @@ fn strip_chinese_now(text: &str) -> String {
         .fold(text.to_string(), |t, w| t.replace(w, ""))
 }
 
-/// "likes" and "like" are one word here.
-fn stem(word: String) -> String {
-    if word.len() > 3 && word.ends_with('s') && !word.ends_with("ss") && word.is_ascii() {
-        word[..word.len() - 1].to_string()
-    } else {
-        word
-    }
-}
-
 fn content_tokens(text: &str) -> Vec<String> {
     tokens(&strip_chinese_now(text))
         .into_iter()
@@ -126,7 +117,7 @@ fn content_tokens(text: &str) -> Vec<String> {
                 && !NOW_WORDS.contains(&t.as_str())
                 && !NEGATIONS.contains(&t.as_str())
         })
-        .map(stem)
+        .map(|t| crate::terms::fold_plural(&t).to_string())
         .collect()
 }
 

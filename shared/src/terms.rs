@@ -26,7 +26,8 @@ const CJK_STOP_CHARS: &[char] = &[
     '的', '了', '是', '在', '我', '你', '他', '她', '吗', '呢', '吧', '啊', '也', '和',
 ];
 
-fn is_cjk(c: char) -> bool {
+/// Chinese, Japanese or Korean: scripts written without spaces between words.
+pub fn is_cjk(c: char) -> bool {
     matches!(c,
         '\u{3040}'..='\u{30FF}'   // Hiragana, Katakana
         | '\u{3400}'..='\u{4DBF}' // CJK Extension A
@@ -36,7 +37,7 @@ fn is_cjk(c: char) -> bool {
 }
 
 /// "cats" → "cat"; leaves "glass", "is" and short words alone.
-fn fold_plural(word: &str) -> &str {
+pub fn fold_plural(word: &str) -> &str {
     if word.len() > 3 && word.ends_with('s') && !word.ends_with("ss") && word.is_ascii() {
         &word[..word.len() - 1]
     } else {

@@ -1,6 +1,7 @@
 //! Cutting the ranked memories to a token budget, with a dynamic k.
 
 use super::memory::RecalledMemory;
+use crate::terms;
 
 /// Tokens a brief line costs besides its content (bullet, date, confidence).
 const LINE_OVERHEAD_TOKENS: usize = 12;
@@ -14,10 +15,7 @@ pub const MAX_K: usize = 50;
 /// character in Chinese, which the character count already over-covers).
 pub fn estimate_tokens(text: &str) -> usize {
     let chars = text.chars().count();
-    let cjk = text
-        .chars()
-        .filter(|c| ('\u{2E80}'..='\u{9FFF}').contains(c))
-        .count();
+    let cjk = text.chars().filter(|c| terms::is_cjk(*c)).count();
     (chars - cjk).div_ceil(4) + cjk
 }
 
