@@ -51,7 +51,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_HTTP_ADDR",
         "127.0.0.1:8080",
-        "Address of the HTTP server (`/healthz`, `/readyz`, `/metrics`).",
+        "Address of the HTTP server (the gateway API and `/mcp` where the gateway runs; `/healthz`, `/readyz`, `/metrics` everywhere).",
     ),
     setting(
         "HINDSIGHT_DATA_DIR",
@@ -173,6 +173,31 @@ pub const SETTINGS: &[Setting] = &[
         "Cosine at or above which a new fact merges into (or supersedes) an existing memory of the same user and model.",
     ),
     setting(
+        "HINDSIGHT_RECALL_WEIGHTS",
+        "0.5,0.2,0.2,0.1",
+        "Weights of the recall score: relevance (after RRF fusion), recency, importance, access frequency.",
+    ),
+    setting(
+        "HINDSIGHT_RECALL_HALF_LIFE",
+        "168h",
+        "Age at which a memory's recency counts half.",
+    ),
+    setting(
+        "HINDSIGHT_RECALL_MAX_TOKENS",
+        "2000",
+        "Token budget of a recall answer when the request names none.",
+    ),
+    setting(
+        "HINDSIGHT_RECALL_INDEX_TIMEOUT",
+        "2s",
+        "How long recall waits for the query embedding and the vector index before answering from the other channels (degraded).",
+    ),
+    setting(
+        "HINDSIGHT_MCP_ALLOWED_HOSTS",
+        "localhost,127.0.0.1,::1",
+        "Host headers the streamable-HTTP MCP endpoint (`/mcp`) accepts (DNS-rebinding protection); add the names clients use, e.g. `gateway` in compose.",
+    ),
+    setting(
         "HINDSIGHT_LOG",
         "info",
         "Log filter (tracing `EnvFilter` syntax, e.g. `info,hindsight_shared=debug`). Logs go to stderr.",
@@ -226,6 +251,8 @@ pub struct Config {
     pub embed: EmbedConfig,
     pub index: IndexConfig,
     pub dedupe_threshold: f32,
+    pub recall: RecallConfig,
+    pub mcp_allowed_hosts: Vec<String>,
     pub log: String,
     pub log_format: LogFormat,
 }
@@ -240,6 +267,16 @@ pub struct EmbedConfig {
     pub dimension: usize,
     pub batch: usize,
     pub linger: Duration,
+}
+
+/// Recall's score weights and limits.
+#[derive(Clone, Debug)]
+pub struct RecallConfig {
+    /// relevance, recency, importance, access.
+    pub weights: [f64; 4],
+    pub half_life: Duration,
+    pub max_tokens: usize,
+    pub index_timeout: Duration,
 }
 
 /// The vector index: embedded unless `qdrant_url` is set.
@@ -332,6 +369,18 @@ impl Config {
                     _ => Err("expected a cosine between 0 and 1".into()),
                 }
             })?,
+            recall: RecallConfig {
+                weights: parse_with(get("HINDSIGHT_RECALL_WEIGHTS"), weights)?,
+                half_life: parse_with(get("HINDSIGHT_RECALL_HALF_LIFE"), duration::parse)?,
+                max_tokens: parse_with(get("HINDSIGHT_RECALL_MAX_TOKENS"), positive)?,
+                index_timeout: parse_with(get("HINDSIGHT_RECALL_INDEX_TIMEOUT"), duration::parse)?,
+            },
+            mcp_allowed_hosts: get("HINDSIGHT_MCP_ALLOWED_HOSTS")
+                .1
+                .split(',')
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
+                .collect(),
             log: get("HINDSIGHT_LOG").1,
             log_format: parse_with(get("HINDSIGHT_LOG_FORMAT"), |v| match v {
                 "text" => Ok(LogFormat::Text),
@@ -441,6 +490,31 @@ impl Config {
                 "HINDSIGHT_DEDUPE_THRESHOLD",
                 self.dedupe_threshold.to_string(),
             ),
+            (
+                "HINDSIGHT_RECALL_WEIGHTS",
+                self.recall
+                    .weights
+                    .iter()
+                    .map(|w| w.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            (
+                "HINDSIGHT_RECALL_HALF_LIFE",
+                format!("{}s", self.recall.half_life.as_secs()),
+            ),
+            (
+                "HINDSIGHT_RECALL_MAX_TOKENS",
+                self.recall.max_tokens.to_string(),
+            ),
+            (
+                "HINDSIGHT_RECALL_INDEX_TIMEOUT",
+                format!("{}ms", self.recall.index_timeout.as_millis()),
+            ),
+            (
+                "HINDSIGHT_MCP_ALLOWED_HOSTS",
+                self.mcp_allowed_hosts.join(","),
+            ),
             ("HINDSIGHT_LOG", self.log.clone()),
             (
                 "HINDSIGHT_LOG_FORMAT",
@@ -486,6 +560,19 @@ fn optional<T>(
         Ok(None)
     } else {
         parse(v).map(Some)
+    }
+}
+
+/// Four non-negative numbers, comma-separated, not all zero.
+fn weights(v: &str) -> Result<[f64; 4], String> {
+    let parts: Vec<f64> = v
+        .split(',')
+        .map(|p| p.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| "expected four numbers, e.g. `0.5,0.2,0.2,0.1`".to_string())?;
+    match parts[..] {
+        [a, b, c, d] if parts.iter().all(|w| *w >= 0.0) && a + b + c + d > 0.0 => Ok([a, b, c, d]),
+        _ => Err("expected four non-negative numbers, not all zero (relevance,recency,importance,access)".into()),
     }
 }
 

@@ -66,6 +66,11 @@ impl Namespace {
         format!("{}.dlq.{}.{}", self.0, stage, tenant)
     }
 
+    /// `<ns>.recall.<tenant>`: recall by NATS request-reply (not a stream).
+    pub fn recall_subject(&self, tenant: &str) -> String {
+        format!("{}.recall.{}", self.0, tenant)
+    }
+
     /// A namespace-relative subject (`turns.>`, as written in the stream files) made absolute.
     pub fn absolute(&self, relative: &str) -> String {
         format!("{}.{}", self.0, relative)

@@ -34,6 +34,8 @@ pub enum ServiceError {
         stage: &'static str,
         source: RunnerError,
     },
+    #[error("{task}: {reason}")]
+    Task { task: &'static str, reason: String },
 }
 
 /// What every stage of a process shares.
@@ -60,6 +62,8 @@ type StageFuture = Pin<Box<dyn Future<Output = Result<(), ServiceError>> + Send>
 pub struct StageTask {
     pub name: &'static str,
     run: Box<dyn FnOnce(Context, CancellationToken, CancellationToken) -> StageFuture + Send>,
+    /// HTTP routes the task serves beside the operator ones (the gateway's API).
+    routes: Option<axum::Router>,
 }
 
 /// Wraps a stage so that [`start`] can run it next to others.
@@ -76,6 +80,7 @@ pub fn stage<S: Stage>(stage: Arc<S>) -> StageTask {
                     })
             })
         }),
+        routes: None,
     }
 }
 
@@ -95,6 +100,29 @@ where
                 Ok(())
             })
         }),
+        routes: None,
+    }
+}
+
+/// A task that serves HTTP routes on the process' server and runs `run`
+/// (which cancels `ready` once it serves) until `shutdown` fires; an error
+/// stops the process.
+pub fn serving<F, Fut>(name: &'static str, routes: axum::Router, run: F) -> StageTask
+where
+    F: FnOnce(CancellationToken, CancellationToken) -> Fut + Send + 'static,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    StageTask {
+        name,
+        run: Box::new(move |_ctx, shutdown, ready| {
+            Box::pin(async move {
+                run(ready, shutdown).await.map_err(|e| ServiceError::Task {
+                    task: name,
+                    reason: format!("{e:#}"),
+                })
+            })
+        }),
+        routes: Some(routes),
     }
 }
 
@@ -138,17 +166,25 @@ pub async fn start(
 ) -> Result<Running, ServiceError> {
     let mut readiness = Readiness::default();
     let mut tasks = JoinSet::new();
+    let mut router = axum::Router::new();
     for task in stages {
+        if let Some(routes) = task.routes {
+            router = router.merge(routes);
+        }
         let ready = readiness.stage(task.name);
         tasks.spawn((task.run)(ctx.clone(), shutdown.clone(), ready));
     }
     let addr = ctx.config.http_addr;
-    let http_addr = ops_http::serve(addr, ops_http::router(readiness.clone()), shutdown.clone())
-        .await
-        .map_err(|e| ServiceError::Http {
-            addr,
-            reason: e.to_string(),
-        })?;
+    let http_addr = ops_http::serve(
+        addr,
+        router.merge(ops_http::router(readiness.clone())),
+        shutdown.clone(),
+    )
+    .await
+    .map_err(|e| ServiceError::Http {
+        addr,
+        reason: e.to_string(),
+    })?;
     Ok(Running {
         http_addr,
         readiness,

@@ -6,27 +6,16 @@
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
-use hindsight_embedder::{EmbedError, Embedder, local::LocalEmbedder, remote::RemoteEmbedder};
+use hindsight_embedder::Embedder;
 use hindsight_shared::{
     Delivery, Outcome, Stage, Topic,
-    config::{Config, EmbedConfig},
+    config::Config,
     embedding::EmbeddedFact,
     events,
     fact::Fact,
 };
 
-/// The embedder the configuration names: the endpoint if set, else the local model.
-pub fn embedder(config: &EmbedConfig) -> Result<Arc<dyn Embedder>, EmbedError> {
-    Ok(match &config.base_url {
-        Some(url) => Arc::new(RemoteEmbedder::new(
-            url,
-            config.api_key.as_deref(),
-            &config.model,
-            config.dimension,
-        )),
-        None => Arc::new(LocalEmbedder::load(&config.model_dir)?),
-    })
-}
+pub use hindsight_embedder::from_config as embedder;
 
 pub struct EmbedStage {
     embedder: Arc<dyn Embedder>,

@@ -21,13 +21,20 @@ pub struct Turn {
 }
 
 impl Turn {
+    /// The turn id as published: the dialogue id qualified by the
+    /// conversation, since a turn is identified by (tenant, turn_id) and every
+    /// conversation shares the tenant and numbers its turns from `D1:1`.
+    pub fn qualified_id(&self) -> String {
+        qualify(&self.user_id, &self.turn_id)
+    }
+
     /// The envelope an agent would publish for this turn.
     pub fn envelope(&self) -> Value {
         json!({
             "tenant": TENANT,
             "user_id": self.user_id,
             "session_id": self.session_id,
-            "turn_id": self.turn_id,
+            "turn_id": self.qualified_id(),
             "speaker": self.speaker,
             "role": "user",
             "ts": self.ts.to_rfc3339(),
@@ -36,9 +43,15 @@ impl Turn {
     }
 }
 
+/// `<sample_id>/<dia_id>`: a dialogue id unique within the tenant.
+pub fn qualify(user_id: &str, dia_id: &str) -> String {
+    format!("{user_id}/{dia_id}")
+}
+
 #[derive(Debug, Clone)]
 pub struct Question {
     pub user_id: String,
+    pub question: String,
     pub category: u8,
     /// Turn ids (`D<session>:<turn>`).
     pub evidence: Vec<String>,
@@ -59,6 +72,8 @@ struct RawConversation {
 
 #[derive(Deserialize)]
 struct RawQuestion {
+    #[serde(default)]
+    question: String,
     #[serde(default)]
     evidence: Vec<String>,
     category: u8,
@@ -139,6 +154,7 @@ pub fn load(path: &Path) -> anyhow::Result<Dataset> {
         for q in conv.qa {
             data.questions.push(Question {
                 user_id: conv.sample_id.clone(),
+                question: q.question,
                 category: q.category,
                 evidence: parse_evidence(&q.evidence),
             });

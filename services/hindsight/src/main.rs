@@ -56,6 +56,15 @@ enum Command {
         #[command(subcommand)]
         command: cmd::bench::Command,
     },
+    /// Recall a user's memories through the running gateway (NATS request-reply).
+    Recall(Box<cmd::recall::Args>),
+    /// Serve MCP over stdio (for agents that spawn their tools).
+    Mcp(cmd::mcp::Args),
+    /// Create tenants and their gateway keys.
+    Tenant {
+        #[command(subcommand)]
+        command: cmd::tenant::Command,
+    },
     /// Evaluate against the LoCoMo data (../shared/eval/).
     Eval {
         #[command(subcommand)]
@@ -78,6 +87,9 @@ async fn main() -> std::process::ExitCode {
         Command::Status(args) => cmd::status::run(args).await,
         Command::Config => cmd::config(),
         Command::Reindex => cmd::reindex().await,
+        Command::Recall(args) => cmd::recall::run(*args).await,
+        Command::Mcp(args) => cmd::mcp::run(args).await,
+        Command::Tenant { command } => cmd::tenant::run(command).await,
         Command::Bench { command } => cmd::bench::run(command).await,
         Command::Eval { command } => cmd::eval::run(command).await,
     };

@@ -13,6 +13,7 @@ pub enum StageName {
     Extract,
     Embed,
     Persist,
+    Gateway,
 }
 
 impl StageName {
@@ -22,22 +23,42 @@ impl StageName {
             StageName::Extract => "extract",
             StageName::Embed => "embed",
             StageName::Persist => "persist",
+            StageName::Gateway => "gateway",
         }
     }
 }
 
 /// Every stage, in pipeline order.
-pub const ALL: &[StageName] = &[
+pub const PIPELINE: &[StageName] = &[
     StageName::Filter,
     StageName::Extract,
     StageName::Embed,
     StageName::Persist,
 ];
 
+/// Every service of `hindsight up`: the pipeline and the gateway.
+pub const ALL: &[StageName] = &[
+    StageName::Filter,
+    StageName::Extract,
+    StageName::Embed,
+    StageName::Persist,
+    StageName::Gateway,
+];
+
 /// The tasks of these stages. Stages of one process share one vector index
-/// (an embedded index has one owner per directory).
-pub fn tasks(names: &[StageName], ctx: &Context) -> anyhow::Result<Vec<StageTask>> {
-    let mut index: Option<Arc<dyn VectorIndex>> = None;
+/// (an embedded index has one owner per directory: a gateway without persist
+/// beside it only gets an index when it is a Qdrant server).
+pub async fn tasks(names: &[StageName], ctx: &Context) -> anyhow::Result<Vec<StageTask>> {
+    tasks_with_index(names, ctx, None).await
+}
+
+/// [`tasks`], with the vector index given rather than opened (so the caller
+/// can search the very index the stages write).
+pub async fn tasks_with_index(
+    names: &[StageName],
+    ctx: &Context,
+    mut index: Option<Arc<dyn VectorIndex>>,
+) -> anyhow::Result<Vec<StageTask>> {
     let mut out = Vec::new();
     for name in names {
         match name {
@@ -70,6 +91,16 @@ pub fn tasks(names: &[StageName], ctx: &Context) -> anyhow::Result<Vec<StageTask
                 out.push(service::background("reconciler", move |shutdown| {
                     reconcile::run(store, index, ns, Duration::from_secs(2), shutdown)
                 }));
+            }
+            StageName::Gateway => {
+                let shares_index =
+                    names.contains(&StageName::Persist) || ctx.config.index.qdrant_url.is_some();
+                let index = match (&index, shares_index) {
+                    (Some(i), _) => Some(i.clone()),
+                    (None, true) => Some(index.insert(hindsight_index::open(&ctx.config)?).clone()),
+                    (None, false) => None,
+                };
+                out.push(hindsight_gateway::task(ctx, index).await?);
             }
         }
     }

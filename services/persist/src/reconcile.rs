@@ -139,6 +139,7 @@ pub async fn run(
     every: Duration,
     shutdown: CancellationToken,
 ) {
+    let mut last_optimize = tokio::time::Instant::now();
     loop {
         loop {
             match catch_up(&store, index.as_ref(), &ns, 500).await {
@@ -152,9 +153,48 @@ pub async fn run(
                 }
             }
         }
+        // Every few minutes, fold new points (the writers' and ours) into
+        // indexed segments; an unchanged collection costs next to nothing.
+        if last_optimize.elapsed() >= OPTIMIZE_EVERY {
+            last_optimize = tokio::time::Instant::now();
+            optimize_all(&store, index.as_ref(), &ns).await;
+        }
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+/// How often the reconciler folds new points into indexed segments.
+pub const OPTIMIZE_EVERY: Duration = Duration::from_secs(300);
+
+/// Optimizes every model's collection; failures are logged (the index is derived data).
+pub async fn optimize_all(store: &Store, index: &dyn VectorIndex, ns: &Namespace) {
+    let models = match store.embedding_models().await {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::debug!(error = %e, "cannot list embedding models to optimize");
+            return;
+        }
+    };
+    for (name, version, dimension) in models {
+        let collection = Collection::for_model(
+            ns,
+            &ModelId {
+                name,
+                version,
+                dimension: dimension.max(0) as usize,
+            },
+        );
+        let started = std::time::Instant::now();
+        match index.optimize(&collection).await {
+            Ok(()) => {
+                tracing::debug!(collection = %collection.name, ms = started.elapsed().as_millis() as u64, "index optimized")
+            }
+            Err(e) => {
+                tracing::warn!(collection = %collection.name, error = %e, "index optimize failed")
+            }
         }
     }
 }

@@ -8,7 +8,10 @@
 pub mod local;
 pub mod remote;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use hindsight_shared::config::EmbedConfig;
 pub use hindsight_shared::embedding::{ModelId, cosine};
 
 #[derive(Debug, thiserror::Error)]
@@ -45,4 +48,17 @@ pub fn normalise(v: &mut [f32]) {
     if norm > 0.0 {
         v.iter_mut().for_each(|x| *x /= norm);
     }
+}
+
+/// The embedder the configuration names: the endpoint if set, else the local model.
+pub fn from_config(config: &EmbedConfig) -> Result<Arc<dyn Embedder>, EmbedError> {
+    Ok(match &config.base_url {
+        Some(url) => Arc::new(remote::RemoteEmbedder::new(
+            url,
+            config.api_key.as_deref(),
+            &config.model,
+            config.dimension,
+        )),
+        None => Arc::new(local::LocalEmbedder::load(&config.model_dir)?),
+    })
 }

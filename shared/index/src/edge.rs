@@ -82,13 +82,6 @@ impl EdgeIndex {
             .await
             .map_err(failed)?
     }
-
-    /// Folds recent writes into the shard's indexed segments (new points are
-    /// searched by brute force until then); called by maintenance.
-    pub async fn optimize(&self, collection: &Collection) -> Result<(), IndexError> {
-        self.with_shard(collection, |s| s.optimize().map(|_| ()).map_err(failed))
-            .await
-    }
 }
 
 fn path(field: &str) -> Result<qdrant_edge::JsonPath, IndexError> {
@@ -266,5 +259,12 @@ impl VectorIndex for EdgeIndex {
             .map_err(failed)
         })
         .await
+    }
+
+    /// New points are searched by brute force until folded into indexed
+    /// segments: the reconciler asks for this every few minutes.
+    async fn optimize(&self, collection: &Collection) -> Result<(), IndexError> {
+        self.with_shard(collection, |s| s.optimize().map(|_| ()).map_err(failed))
+            .await
     }
 }

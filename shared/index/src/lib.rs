@@ -128,4 +128,9 @@ pub trait VectorIndex: Send + Sync {
     ) -> Result<u64, IndexError>;
     /// Removes every point of the collection (for a rebuild).
     async fn clear(&self, collection: &Collection) -> Result<(), IndexError>;
+    /// Folds recent writes into indexed (HNSW) segments. A Qdrant server does
+    /// this by itself; the embedded index needs to be asked.
+    async fn optimize(&self, _collection: &Collection) -> Result<(), IndexError> {
+        Ok(())
+    }
 }

@@ -1,8 +1,10 @@
-//! Recall: the pure parts (fusion of the channels and the final score), used
+//! Recall: the pure parts (fusion of the channels and the final score, the
+//! token budget, conflicts, the memory brief, the entities of a query), used
 //! by every surface that answers a recall.
 
 pub mod brief;
 pub mod budget;
 pub mod conflicts;
+pub mod entities;
 pub mod fusion;
 pub mod memory;

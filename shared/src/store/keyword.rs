@@ -4,14 +4,22 @@
 //!
 //! Terms are stored once per memory, so every term frequency is 1 and BM25
 //! reduces to the sum over matched query terms of idf × length normalisation.
-//! Document frequencies and the mean length come from the user's memories in
-//! the statuses asked for: a name that appears in most of a user's memories
-//! (the user's own) weighs almost nothing.
+//! Document frequencies and the mean length are the user's own (a name that
+//! appears in most of a user's memories, the user's, weighs almost nothing),
+//! read from `memory_terms` and `memory_users`, which a trigger keeps.
+//!
+//! Candidates are the memories holding the query's rarer terms: the rarest
+//! terms are taken until their document frequencies add up to
+//! [`CANDIDATE_BUDGET`]. A memory matching only very common terms would score
+//! near zero anyway; scoring it would cost a scan of most of the user's rows.
 
 use uuid::Uuid;
 
 use super::{Store, StoreError};
 use crate::terms;
+
+/// How many postings candidate selection may read (see the module doc).
+pub const CANDIDATE_BUDGET: i64 = 2_000;
 
 /// BM25's usual constants.
 const K1: f64 = 1.2;
@@ -44,55 +52,68 @@ impl Store {
         if query_terms.is_empty() || q.limit == 0 {
             return Ok(Vec::new());
         }
-        // Three plain statements rather than one: a CTE over the user's rows
-        // hides the GIN index from the per-term counts and costs minutes at
-        // 100k memories; these use `memories_terms` and `memories_by_user`.
-        let (n, avgdl): (i64, Option<f64>) = sqlx::query_as(
-            "SELECT count(*), avg(cardinality(terms))::float8 FROM memories
-             WHERE tenant = $1 AND user_id = $2 AND status = ANY($3)",
-        )
-        .bind(q.tenant)
-        .bind(q.user_id)
-        .bind(q.statuses)
-        .fetch_one(&self.pool)
-        .await?;
-        let dfs: Vec<i64> = sqlx::query_scalar(
-            "SELECT (SELECT count(*) FROM memories m
-                     WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($4) AND m.terms @> ARRAY[q.t])
-             FROM unnest($3::text[]) WITH ORDINALITY AS q(t, i) ORDER BY q.i",
+        let stats: Vec<(Option<i64>, Option<i64>, String, Option<i64>)> = sqlx::query_as(
+            "SELECT u.memories, u.total_terms, q.t, t.df
+             FROM unnest($3::text[]) AS q(t)
+             LEFT JOIN memory_users u ON u.tenant = $1 AND u.user_id = $2
+             LEFT JOIN memory_terms t ON t.tenant = $1 AND t.user_id = $2 AND t.term = q.t",
         )
         .bind(q.tenant)
         .bind(q.user_id)
         .bind(&query_terms)
-        .bind(q.statuses)
         .fetch_all(&self.pool)
         .await?;
-        let n = n as f64;
-        let idf: Vec<f64> = dfs
+        let n = stats.first().and_then(|s| s.0).unwrap_or(0);
+        if n <= 0 {
+            return Ok(Vec::new());
+        }
+        let total = stats.first().and_then(|s| s.1).unwrap_or(0);
+        let avgdl = (total as f64 / n as f64).max(1.0);
+        let mut known: Vec<(String, i64)> = stats
+            .into_iter()
+            .filter_map(|(_, _, t, df)| df.filter(|d| *d > 0).map(|d| (t, d)))
+            .collect();
+        if known.is_empty() {
+            return Ok(Vec::new());
+        }
+        let idf: Vec<f64> = known
             .iter()
-            .map(|&df| {
-                let df = df as f64;
+            .map(|(_, df)| {
+                let (n, df) = (n as f64, *df as f64);
                 (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
             })
+            .collect();
+        let scored: Vec<String> = known.iter().map(|(t, _)| t.clone()).collect();
+        known.sort_by_key(|(_, df)| *df);
+        let mut budget = 0;
+        let candidates: Vec<String> = known
+            .iter()
+            .take_while(|(_, df)| {
+                let first = budget == 0;
+                budget += df;
+                first || budget <= CANDIDATE_BUDGET
+            })
+            .map(|(t, _)| t.clone())
             .collect();
         let hits = sqlx::query_as(
             "SELECT m.id,
                     (SELECT sum(x.w) FROM unnest($3::text[], $4::float8[]) AS x(t, w) WHERE x.t = ANY(m.terms))
                       * ($7 + 1) / (1 + $7 * (1 - $8 + $8 * cardinality(m.terms) / $6)) AS score
              FROM memories m
-             WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms && $3::text[]
+             WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms && $10::text[]
              ORDER BY score DESC, m.id
              LIMIT $9",
         )
         .bind(q.tenant)
         .bind(q.user_id)
-        .bind(&query_terms)
+        .bind(&scored)
         .bind(&idf)
         .bind(q.statuses)
-        .bind(avgdl.unwrap_or(1.0).max(1.0))
+        .bind(avgdl)
         .bind(K1)
         .bind(B)
         .bind(i64::try_from(q.limit).unwrap_or(i64::MAX))
+        .bind(&candidates)
         .fetch_all(&self.pool)
         .await?;
         Ok(hits)

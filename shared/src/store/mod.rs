@@ -1,9 +1,12 @@
 //! Postgres, the source of truth: connection, creation, migrations, and one
 //! module per table family.
 
+pub mod admin;
 mod db;
 pub mod keyword;
 pub mod memories;
+pub mod recall;
+pub mod tenants;
 pub mod turns;
 
 pub use db::{Store, StoreError};

@@ -44,6 +44,19 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Recall latency (p50/p90/p99) for one user holding `--memories`
+    /// memories, end to end including the query embedding.
+    Recall {
+        /// Memories of the measured user (20 other users hold 1,000 each).
+        #[arg(long, default_value_t = 100_000)]
+        memories: usize,
+        /// Recall requests to time.
+        #[arg(long, default_value_t = 1_000)]
+        queries: usize,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Turns and facts per second through the extract stage alone (the
     /// configured extractor: the rules unless HINDSIGHT_LLM_BASE_URL is set).
     /// The filter first fills `kept`; the clock runs from the extract stage's
@@ -117,6 +130,34 @@ fn turn(tenant: &str, i: usize) -> serde_json::Value {
 }
 
 pub async fn run(command: Command) -> anyhow::Result<()> {
+    if let Command::Recall {
+        memories,
+        queries,
+        json,
+    } = &command
+    {
+        let r = super::bench_recall::run(*memories, *queries).await?;
+        if *json {
+            println!("{}", serde_json::to_string(&r)?);
+        } else {
+            println!(
+                "recall: {} memories of one user (+{} of others), {} queries: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms (query embedding alone p50 {:.1} ms; {}; {}); loaded in {:.0} s; {} degraded",
+                r.memories,
+                r.other_users_memories,
+                r.queries,
+                r.p50_ms,
+                r.p90_ms,
+                r.p99_ms,
+                r.max_ms,
+                r.embed_p50_ms,
+                r.embedder,
+                r.index,
+                r.load_seconds,
+                r.degraded
+            );
+        }
+        return Ok(());
+    }
     if let Command::Ingest {
         turns,
         data,
@@ -146,7 +187,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         return Ok(());
     }
     let (report, json) = match command {
-        Command::Ingest { .. } => return Ok(()),
+        Command::Ingest { .. } | Command::Recall { .. } => return Ok(()),
         Command::Filter { turns, json } => (bench(StageName::Filter, turns).await?, json),
         Command::Extract { turns, json } => (bench(StageName::Extract, turns).await?, json),
     };
@@ -183,7 +224,8 @@ async fn start(
     stage: StageName,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<service::Running> {
-    let running = service::start(ctx, stages::tasks(&[stage], ctx)?, shutdown.clone()).await?;
+    let running =
+        service::start(ctx, stages::tasks(&[stage], ctx).await?, shutdown.clone()).await?;
     running.readiness.wait().await;
     Ok(running)
 }
@@ -218,7 +260,7 @@ async fn messages(ctx: &Context, stream: &str) -> anyhow::Result<u64> {
     Ok(stream.info().await?.state.messages)
 }
 
-async fn until(
+pub(crate) async fn until(
     what: &str,
     mut done: impl AsyncFnMut() -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
@@ -278,6 +320,7 @@ async fn measure(
         StageName::Embed | StageName::Persist => {
             anyhow::bail!("`bench ingest` measures embed and persist, end to end")
         }
+        StageName::Gateway => anyhow::bail!("`bench recall` measures the gateway's recall"),
     };
     shutdown.cancel();
     filter.wait().await?;
@@ -312,7 +355,22 @@ fn ingest_turns(turns: usize, data: &std::path::Path) -> Vec<serde_json::Value> 
         .collect()
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+/// Whether the pipeline is done with `turns` published turns: each went
+/// through the filter (kept or dropped), each kept turn was extracted, every
+/// fact is in a memory, and the index has caught up.
+pub(crate) async fn drained(ctx: &Context, turns: usize) -> anyhow::Result<bool> {
+    Ok(sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM turns) >= $1
+            AND NOT EXISTS (SELECT 1 FROM turns WHERE fate = 'kept' AND extract_outcome IS NULL)
+            AND (SELECT coalesce(sum(jsonb_array_length(facts)), 0) FROM turns) = (SELECT count(*) FROM memory_sources)
+            AND NOT EXISTS (SELECT 1 FROM memories WHERE index_state = 'pending')",
+    )
+    .bind(turns as i64)
+    .fetch_one(&ctx.store.pool)
+    .await?)
+}
+
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -328,12 +386,13 @@ async fn ingest(
     let sandbox = Sandbox::new(&base, "bench");
     let ctx = Context::boot(sandbox.config.clone()).await?;
     let shutdown = CancellationToken::new();
-    let mut names = stages::ALL.to_vec();
+    let mut names = stages::PIPELINE.to_vec();
     names.extend(std::iter::repeat_n(
         StageName::Embed,
         embed_replicas.max(1) - 1,
     ));
-    let running = service::start(&ctx, stages::tasks(&names, &ctx)?, shutdown.clone()).await?;
+    let running =
+        service::start(&ctx, stages::tasks(&names, &ctx).await?, shutdown.clone()).await?;
     running.readiness.wait().await;
     let result = measure_ingest(&ctx, turns, data).await;
     shutdown.cancel();
@@ -371,16 +430,7 @@ async fn measure_ingest(
     // Done when every turn went through the filter (kept or dropped), every kept
     // turn was extracted, every fact is in a memory and the index has caught up.
     until("every turn persisted and searchable", async || {
-        let done: bool = sqlx::query_scalar(
-            "SELECT (SELECT count(*) FROM turns) >= $1
-                AND NOT EXISTS (SELECT 1 FROM turns WHERE fate = 'kept' AND extract_outcome IS NULL)
-                AND (SELECT coalesce(sum(jsonb_array_length(facts)), 0) FROM turns) = (SELECT count(*) FROM memory_sources)
-                AND NOT EXISTS (SELECT 1 FROM memories WHERE index_state = 'pending')",
-        )
-        .bind(turns as i64)
-        .fetch_one(&ctx.store.pool)
-        .await?;
-        Ok(done)
+        drained(ctx, turns).await
     })
     .await?;
     let seconds = started.elapsed().as_secs_f64();

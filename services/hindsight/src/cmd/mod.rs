@@ -1,9 +1,14 @@
 pub mod bench;
+pub mod bench_recall;
 pub mod dlq;
 pub mod eval;
+pub mod locomo_eval;
+pub mod mcp;
 pub mod publish;
+pub mod recall;
 pub mod status;
 pub mod streams;
+pub mod tenant;
 pub mod up;
 
 use hindsight_shared::{Config, bus::Bus, config, telemetry};
@@ -50,6 +55,7 @@ pub async fn reindex() -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let count =
         hindsight_persist::reconcile::reindex(&store, index.as_ref(), &config.namespace).await?;
+    hindsight_persist::reconcile::optimize_all(&store, index.as_ref(), &config.namespace).await;
     println!(
         "reindexed {count} memories in {:.1} s",
         started.elapsed().as_secs_f64()

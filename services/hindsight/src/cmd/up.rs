@@ -12,7 +12,7 @@ async fn start(process: &'static str, names: &[StageName], announce: bool) -> an
     let _ = hindsight_shared::telemetry::prometheus();
     config.log_startup(process);
     let ctx = Context::boot(config).await?;
-    let tasks = stages::tasks(names, &ctx)?;
+    let tasks = stages::tasks(names, &ctx).await?;
     let running = service::start(&ctx, tasks, shutdown::on_signal()).await?;
     let readiness = running.readiness.clone();
     let addr = running.http_addr;

@@ -1,0 +1,57 @@
+//! The gateway: recall and memory administration for agents and operators,
+//! over HTTP ([`http`]), NATS request-reply ([`nats`]) and MCP ([`mcp`]). The
+//! operations live once, in [`api`].
+
+pub mod api;
+pub mod http;
+pub mod mcp;
+pub mod nats;
+
+use std::{sync::Arc, time::Duration};
+
+use hindsight_index::VectorIndex;
+use hindsight_recall::{Recaller, WorkingMemory};
+use hindsight_shared::service::{self, Context, StageTask};
+
+/// How long `hindsight mcp` waits for the running gateway before recalling in-process.
+pub const REMOTE_RECALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The recaller of a process: the given index (shared with persist in one
+/// process) or none, the configured embedder, working memory.
+pub async fn recaller(
+    ctx: &Context,
+    index: Option<Arc<dyn VectorIndex>>,
+) -> anyhow::Result<Recaller> {
+    let embedder = hindsight_embedder::from_config(&ctx.config.embed)?;
+    let working = WorkingMemory::open(&ctx.bus.js, &ctx.config.namespace).await?;
+    Ok(Recaller::new(
+        ctx.store.clone(),
+        index,
+        Some(embedder),
+        ctx.config.namespace.clone(),
+        &ctx.config.recall,
+    )
+    .with_working_memory(working))
+}
+
+/// The gateway as a task of a process: the HTTP API and `/mcp` on the
+/// process' server, and the NATS recall responder.
+pub async fn task(ctx: &Context, index: Option<Arc<dyn VectorIndex>>) -> anyhow::Result<StageTask> {
+    if index.is_none() {
+        tracing::warn!(
+            "the gateway has no vector index (the embedded index belongs to the persist process; set QDRANT_URL to share one): recall answers from keyword search, degraded"
+        );
+    }
+    let gateway = api::Gateway::new(
+        recaller(ctx, index).await?,
+        ctx.bus.clone(),
+        ctx.config.namespace.clone(),
+    );
+    let mcp = mcp::router(gateway.clone(), &ctx.config.mcp_allowed_hosts);
+    let routes = http::router(gateway.clone(), Some(mcp));
+    Ok(service::serving(
+        "gateway",
+        routes,
+        move |ready, shutdown| nats::serve(gateway, ready, shutdown),
+    ))
+}

@@ -1,0 +1,230 @@
+//! `hindsight eval locomo`: the protocol of ../shared/eval/README.md through
+//! the real pipeline, started in-process in a sandbox of its own (namespace,
+//! database, data directory), removed afterwards.
+
+use std::{
+    collections::{BTreeMap, HashSet},
+    path::Path,
+    time::Instant,
+};
+
+use async_nats::jetstream::{self, context::PublishAckFuture};
+use hindsight_recall::{RecallRequest, Recaller};
+use hindsight_shared::{
+    Topic,
+    sandbox::Sandbox,
+    service::{self, Context},
+};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::bench::{drained, percentile, until};
+use crate::{locomo, stages};
+
+/// Recall@5, recall@10 and words@10 over a set of questions.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Scores {
+    #[serde(rename = "recall@5")]
+    pub recall_5: f64,
+    #[serde(rename = "recall@10")]
+    pub recall_10: f64,
+    #[serde(rename = "words@10")]
+    pub words_10: f64,
+    pub questions: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    #[serde(rename = "recall@5")]
+    pub recall_5: f64,
+    #[serde(rename = "recall@10")]
+    pub recall_10: f64,
+    #[serde(rename = "words@10")]
+    pub words_10: f64,
+    pub per_category: BTreeMap<u8, Scores>,
+    pub questions: usize,
+    pub turns: usize,
+    pub memories: i64,
+    pub ingest_seconds: f64,
+    pub k: usize,
+    pub recall_p50_ms: f64,
+    pub recall_p99_ms: f64,
+    /// Answers that came without the dense channel (should be 0).
+    pub degraded: usize,
+}
+
+#[derive(Default)]
+struct Sums {
+    r5: f64,
+    r10: f64,
+    words: f64,
+    n: usize,
+}
+
+impl Sums {
+    fn add(&mut self, r5: f64, r10: f64, words: f64) {
+        self.r5 += r5;
+        self.r10 += r10;
+        self.words += words;
+        self.n += 1;
+    }
+
+    fn scores(&self) -> Scores {
+        let n = self.n.max(1) as f64;
+        Scores {
+            recall_5: self.r5 / n,
+            recall_10: self.r10 / n,
+            words_10: self.words / n,
+            questions: self.n,
+        }
+    }
+}
+
+/// Share of `evidence` found in the provenance of the first `k` memories.
+fn recall_at(evidence: &[String], provenance: &[Vec<String>], k: usize) -> f64 {
+    let found: HashSet<&String> = provenance.iter().take(k).flatten().collect();
+    let hit = evidence.iter().filter(|e| found.contains(e)).count();
+    hit as f64 / evidence.len().max(1) as f64
+}
+
+pub async fn run(path: &Path, k: usize) -> anyhow::Result<Report> {
+    let data = locomo::load(path)?;
+    let base = super::setup()?;
+    let sandbox = Sandbox::new(&base, "eval");
+    let ctx = Context::boot(sandbox.config.clone()).await?;
+    let shutdown = CancellationToken::new();
+    let result = evaluate(&ctx, &data, k, &shutdown).await;
+    shutdown.cancel();
+    sandbox.remove(&ctx.bus).await?;
+    result
+}
+
+async fn evaluate(
+    ctx: &Context,
+    data: &locomo::Dataset,
+    k: usize,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Report> {
+    let index = hindsight_index::open(&ctx.config)?;
+    let tasks = stages::tasks_with_index(stages::PIPELINE, ctx, Some(index.clone())).await?;
+    let running = service::start(ctx, tasks, shutdown.clone()).await?;
+    running.readiness.wait().await;
+
+    let started = Instant::now();
+    let mut in_flight: Vec<PublishAckFuture> = Vec::new();
+    for t in &data.turns {
+        let msg = jetstream::message::PublishMessage::build()
+            .payload(t.envelope().to_string().into_bytes().into())
+            .message_id(format!("{}:{}", locomo::TENANT, t.qualified_id()));
+        let subject = ctx.config.namespace.subject(Topic::Turns, locomo::TENANT);
+        in_flight.push(ctx.bus.js.send_publish(subject, msg).await?);
+        if in_flight.len() >= 256 {
+            for ack in in_flight.drain(..) {
+                ack.await?;
+            }
+        }
+    }
+    for ack in in_flight.drain(..) {
+        ack.await?;
+    }
+    until("every LoCoMo turn persisted and searchable", async || {
+        drained(ctx, data.turns.len()).await
+    })
+    .await?;
+    let ingest_seconds = started.elapsed().as_secs_f64();
+    tracing::info!(ingest_seconds, "ingest done; asking the questions");
+
+    // Questions do not count as accesses: each would change the next one's scores.
+    let recaller = hindsight_gateway::recaller(ctx, Some(index))
+        .await?
+        .recording_access(false);
+    let report = ask(&recaller, data, k, ingest_seconds).await;
+    shutdown.cancel();
+    running.wait().await?;
+    let mut report = report?;
+    report.memories = sqlx::query_scalar("SELECT count(*) FROM memories")
+        .fetch_one(&ctx.store.pool)
+        .await?;
+    Ok(report)
+}
+
+async fn ask(
+    recaller: &Recaller,
+    data: &locomo::Dataset,
+    k: usize,
+    ingest_seconds: f64,
+) -> anyhow::Result<Report> {
+    let mut all = Sums::default();
+    let mut per_category: BTreeMap<u8, Sums> = BTreeMap::new();
+    let mut latencies = Vec::new();
+    let mut degraded = 0;
+    for q in &data.questions {
+        if !(1..=4).contains(&q.category) || q.evidence.is_empty() {
+            continue;
+        }
+        let evidence: Vec<String> = q
+            .evidence
+            .iter()
+            .map(|e| locomo::qualify(&q.user_id, e))
+            .collect();
+        let mut req = RecallRequest::new(q.user_id.clone(), q.question.clone());
+        req.top_k = Some(k);
+        let asked = Instant::now();
+        let answer = recaller.recall(locomo::TENANT, &req).await?;
+        latencies.push(asked.elapsed().as_secs_f64() * 1000.0);
+        degraded += usize::from(answer.degraded);
+        let provenance: Vec<Vec<String>> = answer
+            .memories
+            .iter()
+            .map(|m| m.provenance.clone())
+            .collect();
+        let words: usize = answer
+            .memories
+            .iter()
+            .take(10)
+            .map(|m| m.content.split_whitespace().count())
+            .sum();
+        let (r5, r10) = (
+            recall_at(&evidence, &provenance, 5),
+            recall_at(&evidence, &provenance, 10),
+        );
+        all.add(r5, r10, words as f64);
+        per_category
+            .entry(q.category)
+            .or_default()
+            .add(r5, r10, words as f64);
+    }
+    latencies.sort_by(f64::total_cmp);
+    let scores = all.scores();
+    Ok(Report {
+        recall_5: scores.recall_5,
+        recall_10: scores.recall_10,
+        words_10: scores.words_10,
+        per_category: per_category.iter().map(|(c, s)| (*c, s.scores())).collect(),
+        questions: scores.questions,
+        turns: data.turns.len(),
+        memories: 0,
+        ingest_seconds,
+        k,
+        recall_p50_ms: percentile(&latencies, 0.5),
+        recall_p99_ms: percentile(&latencies, 0.99),
+        degraded,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recall_at_k_is_the_share_of_evidence_in_the_first_k_provenances() {
+        let evidence = vec!["D1:1".to_string(), "D2:2".to_string()];
+        let prov = vec![
+            vec!["D9:9".to_string()],
+            vec!["D2:2".to_string(), "D1:1".to_string()],
+        ];
+        assert_eq!(recall_at(&evidence, &prov, 1), 0.0);
+        assert_eq!(recall_at(&evidence, &prov, 2), 1.0);
+        assert_eq!(recall_at(&[], &prov, 2), 0.0);
+    }
+}

@@ -1,0 +1,15 @@
+//! Recall, as every surface answers it: a [`RecallRequest`] in, a
+//! [`RecallResponse`] out, through [`Recaller`]. The channels (dense, keyword,
+//! structured filters, entities) run concurrently; their rankings fuse by RRF
+//! and the pure scoring, conflict and budget logic of
+//! [`hindsight_shared::recall`] shapes the answer.
+
+mod engine;
+mod request;
+pub mod working;
+
+pub use engine::{RecallError, Recaller};
+pub use request::{
+    CHANNELS, ExplainedCandidate, Include, RecallRequest, RecallResponse, RequestError,
+};
+pub use working::WorkingMemory;

@@ -1,0 +1,146 @@
+//! Working memory: per session, exact keys (task state, ids from tool
+//! results) that an agent needs verbatim for the next turns and that expire by
+//! themselves. One JetStream KV entry per (tenant, user, session) holds the
+//! session's keys as a JSON object; the bucket's TTL (`streams/kv.toml`, 1 h)
+//! runs from the last write.
+
+use async_nats::jetstream::{self, kv};
+use hindsight_shared::Namespace;
+use serde_json::{Map, Value};
+
+/// The largest working memory of one session, serialised.
+pub const MAX_BYTES: usize = 64 * 1024;
+/// The bucket, relative to the namespace.
+pub const BUCKET: &str = "WORKING";
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkingError {
+    #[error("working memory unavailable: {0}")]
+    Unavailable(String),
+    #[error("working memory of a session may hold at most {MAX_BYTES} bytes of JSON")]
+    TooLarge,
+    #[error("working memory changed concurrently; try again")]
+    Conflict,
+}
+
+#[derive(Clone)]
+pub struct WorkingMemory {
+    kv: kv::Store,
+}
+
+/// A KV key for the scope: each part hex-encoded, since ids may hold any
+/// character and KV keys may not.
+fn key(tenant: &str, user_id: &str, session_id: &str) -> String {
+    format!(
+        "{}.{}.{}",
+        hex::encode(tenant),
+        hex::encode(user_id),
+        hex::encode(session_id)
+    )
+}
+
+impl WorkingMemory {
+    /// Opens the namespace's bucket (created by `hindsight streams apply`).
+    pub async fn open(js: &jetstream::Context, ns: &Namespace) -> Result<Self, WorkingError> {
+        let kv = js
+            .get_key_value(ns.stream_name(BUCKET))
+            .await
+            .map_err(|e| WorkingError::Unavailable(e.to_string()))?;
+        Ok(Self { kv })
+    }
+
+    /// The session's keys (empty when none, or expired).
+    pub async fn get(
+        &self,
+        tenant: &str,
+        user_id: &str,
+        session_id: &str,
+    ) -> Result<Map<String, Value>, WorkingError> {
+        Ok(self
+            .entry(&key(tenant, user_id, session_id))
+            .await?
+            .map(|(m, _)| m)
+            .unwrap_or_default())
+    }
+
+    async fn entry(&self, key: &str) -> Result<Option<(Map<String, Value>, u64)>, WorkingError> {
+        let entry = self
+            .kv
+            .entry(key)
+            .await
+            .map_err(|e| WorkingError::Unavailable(e.to_string()))?;
+        Ok(entry.and_then(|e| {
+            if e.operation != kv::Operation::Put {
+                return None;
+            }
+            // A value this code did not write reads as empty rather than failing recall.
+            let map = serde_json::from_slice::<Map<String, Value>>(&e.value).unwrap_or_default();
+            Some((map, e.revision))
+        }))
+    }
+
+    /// Sets keys (a `null` value removes the key) and returns the session's
+    /// keys after the change. Concurrent writers do not lose each other's keys.
+    pub async fn merge(
+        &self,
+        tenant: &str,
+        user_id: &str,
+        session_id: &str,
+        changes: &Map<String, Value>,
+    ) -> Result<Map<String, Value>, WorkingError> {
+        let key = key(tenant, user_id, session_id);
+        for _ in 0..5 {
+            let current = self.entry(&key).await?;
+            let (mut map, revision) = match current {
+                Some((m, r)) => (m, Some(r)),
+                None => (Map::new(), None),
+            };
+            for (k, v) in changes {
+                if v.is_null() {
+                    map.remove(k);
+                } else {
+                    map.insert(k.clone(), v.clone());
+                }
+            }
+            let bytes = serde_json::to_vec(&map).unwrap_or_default();
+            if bytes.len() > MAX_BYTES {
+                return Err(WorkingError::TooLarge);
+            }
+            let written = match revision {
+                Some(r) => self
+                    .kv
+                    .update(&key, bytes.into(), r)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+                None => self
+                    .kv
+                    .create(&key, bytes.into())
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+            };
+            match written {
+                Ok(()) => return Ok(map),
+                // Someone else wrote in between: read again and retry.
+                Err(e) if e.contains("wrong last sequence") || e.contains("already exists") => {
+                    continue;
+                }
+                Err(e) => return Err(WorkingError::Unavailable(e)),
+            }
+        }
+        Err(WorkingError::Conflict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_hold_any_id_in_kv_safe_characters() {
+        let k = key("acme", "user@example.com", "会话 1");
+        assert!(k.chars().all(|c| c.is_ascii_hexdigit() || c == '.'));
+        assert_ne!(key("a", "bc", "d"), key("ab", "c", "d"));
+    }
+}

@@ -1,0 +1,94 @@
+//! The whole system in this process, as `hindsight up` runs it: every stage,
+//! the reconciler and the gateway (HTTP, NATS, MCP over HTTP), on the
+//! deployment's sandbox, with the HTTP server on a free port.
+
+use std::{sync::Arc, time::Duration};
+
+use hindsight_embed::EmbedStage;
+use hindsight_filter::FilterStage;
+use hindsight_index::VectorIndex;
+use hindsight_persist::{PersistStage, reconcile};
+use hindsight_shared::service::{self, Running};
+use tokio_util::sync::CancellationToken;
+
+use crate::{Deployment, eventually};
+
+pub struct Stack {
+    pub running: Running,
+    pub shutdown: CancellationToken,
+    /// `http://127.0.0.1:PORT`.
+    pub base_url: String,
+}
+
+impl Stack {
+    /// Starts everything on `index` and waits until every part is ready.
+    pub async fn start(d: &Deployment, index: Arc<dyn VectorIndex>) -> Self {
+        let ctx = &d.ctx;
+        let embedder = hindsight_embedder::from_config(&ctx.config.embed)
+            .expect("the local model (./ops/setup.sh fetches it)");
+        let (store, ns) = (ctx.store.clone(), ctx.config.namespace.clone());
+        let reconciler = {
+            let (store, index, ns) = (store.clone(), index.clone(), ns.clone());
+            service::background("reconciler", move |shutdown| {
+                reconcile::run(store, index, ns, Duration::from_millis(500), shutdown)
+            })
+        };
+        let tasks = vec![
+            service::stage(Arc::new(FilterStage::new(store.clone()))),
+            service::stage(Arc::new(
+                hindsight_extract::from_config(&ctx.config, store.clone()).expect("extract"),
+            )),
+            service::stage(Arc::new(EmbedStage::new(embedder, &ctx.config))),
+            service::stage(Arc::new(PersistStage::new(
+                store,
+                index.clone(),
+                ns,
+                ctx.config.dedupe_threshold,
+            ))),
+            reconciler,
+            hindsight_gateway::task(ctx, Some(index))
+                .await
+                .expect("gateway"),
+        ];
+        let shutdown = CancellationToken::new();
+        let running = service::start(ctx, tasks, shutdown.clone())
+            .await
+            .expect("the stack starts");
+        tokio::time::timeout(Duration::from_secs(60), running.readiness.wait())
+            .await
+            .expect("every part is ready within 60 s");
+        let base_url = format!("http://{}", running.http_addr);
+        Self {
+            running,
+            shutdown,
+            base_url,
+        }
+    }
+
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = self.running.wait().await;
+    }
+}
+
+/// Waits until every published turn went through the filter, every kept turn
+/// was extracted, every fact is in a memory and the index caught up.
+pub async fn drained(d: &Deployment, turns: i64) {
+    let pool = d.ctx.store.pool.clone();
+    eventually("the pipeline drains", Duration::from_secs(120), || {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, bool>(
+                "SELECT (SELECT count(*) FROM turns) >= $1
+                    AND NOT EXISTS (SELECT 1 FROM turns WHERE fate = 'kept' AND extract_outcome IS NULL)
+                    AND (SELECT coalesce(sum(jsonb_array_length(facts)), 0) FROM turns) = (SELECT count(*) FROM memory_sources)
+                    AND NOT EXISTS (SELECT 1 FROM memories WHERE index_state = 'pending')",
+            )
+            .bind(turns)
+            .fetch_one(&pool)
+            .await
+            .unwrap_or(false)
+        }
+    })
+    .await;
+}
