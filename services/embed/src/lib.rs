@@ -8,11 +8,7 @@ use std::{sync::Arc, time::Duration};
 use async_trait::async_trait;
 use hindsight_embedder::Embedder;
 use hindsight_shared::{
-    Delivery, Outcome, Stage, Topic,
-    config::Config,
-    embedding::EmbeddedFact,
-    events,
-    fact::Fact,
+    Delivery, Outcome, Stage, Topic, config::Config, embedding::EmbeddedFact, events, fact::Fact,
 };
 
 pub use hindsight_embedder::from_config as embedder;
