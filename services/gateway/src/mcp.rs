@@ -172,24 +172,23 @@ impl McpServer {
     }
 
     /// The tenant of this call: the HTTP key's, else the process'.
-    fn tenant(&self, ctx: &RequestContext<RoleServer>) -> Result<String, CallToolResult> {
+    fn tenant(&self, ctx: &RequestContext<RoleServer>) -> Result<String, String> {
         let from_http = ctx
             .extensions
             .get::<axum::http::request::Parts>()
             .and_then(|p| p.extensions.get::<Tenant>())
             .map(|t| t.0.clone());
         from_http.or_else(|| self.tenant.clone()).ok_or_else(|| {
-            failure(
-                "no tenant: start the server with --tenant (stdio) or call /mcp with a bearer key",
-            )
+            "no tenant: start the server with --tenant (stdio) or call /mcp with a bearer key"
+                .to_string()
         })
     }
 
-    fn user(&self, given: Option<String>) -> Result<String, CallToolResult> {
+    fn user(&self, given: Option<String>) -> Result<String, String> {
         given
             .filter(|u| !u.trim().is_empty())
             .or_else(|| self.user.clone())
-            .ok_or_else(|| failure("user_id is required (this server has no default --user)"))
+            .ok_or_else(|| "user_id is required (this server has no default --user)".to_string())
     }
 
     #[tool(
@@ -206,7 +205,7 @@ small talk (they are filtered out anyway), nor to correct an existing memory (us
     ) -> Result<CallToolResult, McpError> {
         let (tenant, user) = match (self.tenant(&ctx), self.user(args.user_id)) {
             (Ok(t), Ok(u)) => (t, u),
-            (Err(e), _) | (_, Err(e)) => return Ok(e),
+            (Err(e), _) | (_, Err(e)) => return Ok(failure(e)),
         };
         let mut envelope = Map::new();
         envelope.insert("user_id".into(), json!(user));
@@ -251,7 +250,7 @@ answer says it is degraded, the vector index was unavailable and only keyword se
     ) -> Result<CallToolResult, McpError> {
         let (tenant, user) = match (self.tenant(&ctx), self.user(args.user_id)) {
             (Ok(t), Ok(u)) => (t, u),
-            (Err(e), _) | (_, Err(e)) => return Ok(e),
+            (Err(e), _) | (_, Err(e)) => return Ok(failure(e)),
         };
         let mut req = RecallRequest::new(user, args.query);
         req.session_id = args.session_id;
@@ -305,7 +304,7 @@ not use to add new information (memory_write) or to remove a memory (memory_forg
     ) -> Result<CallToolResult, McpError> {
         let tenant = match self.tenant(&ctx) {
             Ok(t) => t,
-            Err(e) => return Ok(e),
+            Err(e) => return Ok(failure(e)),
         };
         let Ok(id) = Uuid::parse_str(&args.id) else {
             return Ok(failure(format!(
@@ -338,7 +337,7 @@ stay restorable by an operator; nothing is erased here."
     ) -> Result<CallToolResult, McpError> {
         let tenant = match self.tenant(&ctx) {
             Ok(t) => t,
-            Err(e) => return Ok(e),
+            Err(e) => return Ok(failure(e)),
         };
         let Ok(id) = Uuid::parse_str(&args.id) else {
             return Ok(failure(format!(
@@ -368,7 +367,7 @@ open-ended questions (memory_search)."
     ) -> Result<CallToolResult, McpError> {
         let (tenant, user) = match (self.tenant(&ctx), self.user(args.user_id)) {
             (Ok(t), Ok(u)) => (t, u),
-            (Err(e), _) | (_, Err(e)) => return Ok(e),
+            (Err(e), _) | (_, Err(e)) => return Ok(failure(e)),
         };
         let mut req = RecallRequest::new(user, args.query.unwrap_or_default());
         req.session_id = args.session_id;
@@ -392,7 +391,7 @@ answering questions (memory_search)."
     ) -> Result<CallToolResult, McpError> {
         let (tenant, user) = match (self.tenant(&ctx), self.user(args.user_id)) {
             (Ok(t), Ok(u)) => (t, u),
-            (Err(e), _) | (_, Err(e)) => return Ok(e),
+            (Err(e), _) | (_, Err(e)) => return Ok(failure(e)),
         };
         match self.gateway.overview(&tenant, &user).await {
             Ok(o) => Ok(json_text(&o)),

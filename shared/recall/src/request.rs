@@ -242,9 +242,20 @@ mod tests {
         assert!(r.validate().is_err());
         r.top_k = Some(10);
         r.fact_types = vec!["opinion".into()];
-        assert!(r.validate().unwrap_err().0.contains("unknown fact type"));
+        assert!(
+            r.validate()
+                .expect_err("unknown type")
+                .0
+                .contains("unknown fact type")
+        );
         let empty = RecallRequest::new("u", " ");
-        assert!(empty.validate().unwrap_err().0.contains("query is empty"));
+        assert!(
+            empty
+                .validate()
+                .expect_err("empty")
+                .0
+                .contains("query is empty")
+        );
     }
 
     #[test]

@@ -42,6 +42,10 @@ pub struct KeywordQuery<'a> {
     pub limit: usize,
 }
 
+/// Per query term: the user's memory count and total terms (the same on
+/// every row), the term, and its document frequency.
+type TermStats = (Option<i64>, Option<i64>, String, Option<i64>);
+
 impl Store {
     /// The user's memories sharing terms with the query, best BM25 first.
     pub async fn keyword_search(
@@ -52,7 +56,7 @@ impl Store {
         if query_terms.is_empty() || q.limit == 0 {
             return Ok(Vec::new());
         }
-        let stats: Vec<(Option<i64>, Option<i64>, String, Option<i64>)> = sqlx::query_as(
+        let stats: Vec<TermStats> = sqlx::query_as(
             "SELECT u.memories, u.total_terms, q.t, t.df
              FROM unnest($3::text[]) AS q(t)
              LEFT JOIN memory_users u ON u.tenant = $1 AND u.user_id = $2
