@@ -14,7 +14,7 @@ use hindsight_shared::{
     Namespace,
     config::RecallConfig,
     recall::{
-        budget, conflicts, entities,
+        budget, conflicts, diversity, entities,
         fusion::{self, RRF_K, Weights},
         memory::RecalledMemory,
     },
@@ -54,6 +54,9 @@ pub struct Recaller {
     index_timeout: Duration,
     working: Option<WorkingMemory>,
     record_access: bool,
+    spread_sources: bool,
+    /// Which of [`crate::CHANNELS`] run (all, unless an evaluation compares).
+    channels: [bool; 4],
 }
 
 impl Recaller {
@@ -83,6 +86,8 @@ impl Recaller {
             index_timeout: config.index_timeout,
             working: None,
             record_access: true,
+            spread_sources: true,
+            channels: [true; 4],
         }
     }
 
@@ -96,6 +101,29 @@ impl Recaller {
     pub fn recording_access(mut self, on: bool) -> Self {
         self.record_access = on;
         self
+    }
+
+    /// Whether memories that add no new source turn move after those that do
+    /// ([`diversity::spread_sources`]); on by default.
+    pub fn spreading_sources(mut self, on: bool) -> Self {
+        self.spread_sources = on;
+        self
+    }
+
+    /// Runs only the channels marked true (for evaluations that compare channels).
+    pub fn with_channels(mut self, channels: [bool; 4]) -> Self {
+        self.channels = channels;
+        self
+    }
+
+    /// Other score weights (for evaluations that compare settings).
+    pub fn with_weights(mut self, weights: Weights) -> Self {
+        self.weights = weights;
+        self
+    }
+
+    pub fn weights(&self) -> Weights {
+        self.weights
     }
 
     pub fn store(&self) -> &Store {
@@ -164,7 +192,12 @@ impl Recaller {
             }
         };
         let keyword: Vec<Uuid> = keyword?.into_iter().map(|h| h.id).collect();
-        let channels = [dense, keyword, filtered?, entity?];
+        let mut channels = [dense, keyword, filtered?, entity?];
+        for (ranking, on) in channels.iter_mut().zip(self.channels) {
+            if !on {
+                ranking.clear();
+            }
+        }
         let fused = fusion::rrf(&channels, RRF_K);
 
         let ids: Vec<Uuid> = fused.iter().map(|f| f.id).collect();
@@ -193,7 +226,10 @@ impl Recaller {
                 }
                 continue;
             };
-            let age_hours = (now - row.occurred_at.unwrap_or(row.created_at))
+            // Recency is that of the information: when it happened or was
+            // said, not when this row was written (a replayed history would
+            // otherwise look brand new, and undated facts newer than dated ones).
+            let age_hours = (now - row.valid_from.unwrap_or(row.created_at))
                 .num_seconds()
                 .max(0) as f64
                 / 3600.0;
@@ -216,6 +252,9 @@ impl Recaller {
             ranked.push(recalled(row, parts.score));
         }
         ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+        if self.spread_sources {
+            ranked = diversity::spread_sources(ranked);
+        }
         let mut memories =
             budget::cut(ranked, req.top_k, req.max_tokens.unwrap_or(self.max_tokens));
         let links: Vec<(Uuid, Option<Uuid>)> = memories

@@ -5,6 +5,7 @@
 pub mod brief;
 pub mod budget;
 pub mod conflicts;
+pub mod diversity;
 pub mod entities;
 pub mod fusion;
 pub mod memory;

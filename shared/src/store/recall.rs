@@ -45,6 +45,8 @@ pub struct MemoryRow {
     pub status: String,
     pub superseded_by: Option<Uuid>,
     pub occurred_at: Option<DateTime<Utc>>,
+    /// When it became true: when it happened, else when it was said.
+    pub valid_from: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub last_accessed_at: Option<DateTime<Utc>>,
@@ -54,7 +56,7 @@ pub struct MemoryRow {
 }
 
 pub(crate) const MEMORY_ROW_COLUMNS: &str = "m.id, m.user_id, m.session_id, m.kind, m.fact_type, m.content, m.entities,
-    m.importance, m.confidence, m.source_trust, m.status, m.superseded_by, m.occurred_at, m.created_at,
+    m.importance, m.confidence, m.source_trust, m.status, m.superseded_by, m.occurred_at, m.valid_from, m.created_at,
     m.updated_at, m.last_accessed_at, m.access_count,
     coalesce((SELECT array_agg(s.turn_id ORDER BY s.added_at, s.turn_id) FROM memory_sources s WHERE s.memory_id = m.id), '{}') AS provenance";
 

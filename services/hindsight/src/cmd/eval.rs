@@ -44,6 +44,10 @@ pub enum Command {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// Also score the same questions under a few other recall settings
+        /// (weights, spreading sources), for tuning; printed to stderr and under `sweep`.
+        #[arg(long)]
+        sweep: bool,
     },
 }
 
@@ -65,11 +69,16 @@ struct ExtractionReport {
 
 pub async fn run(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Locomo { path, k, json } => {
+        Command::Locomo {
+            path,
+            k,
+            json,
+            sweep,
+        } => {
             if !(1..=50).contains(&k) {
                 anyhow::bail!("--k must be between 1 and 50");
             }
-            let report = super::locomo_eval::run(&path, k).await?;
+            let report = super::locomo_eval::run(&path, k, sweep).await?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {

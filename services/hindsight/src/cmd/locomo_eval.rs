@@ -12,6 +12,7 @@ use async_nats::jetstream::{self, context::PublishAckFuture};
 use hindsight_recall::{RecallRequest, Recaller};
 use hindsight_shared::{
     Topic,
+    recall::fusion::Weights,
     sandbox::Sandbox,
     service::{self, Context},
 };
@@ -51,6 +52,17 @@ pub struct Report {
     pub recall_p99_ms: f64,
     /// Answers that came without the dense channel (should be 0).
     pub degraded: usize,
+    /// With `--sweep`: the same questions under other recall settings.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<Variant>,
+}
+
+/// One setting of a sweep and its scores.
+#[derive(Debug, Serialize)]
+pub struct Variant {
+    pub name: String,
+    #[serde(flatten)]
+    pub scores: Scores,
 }
 
 #[derive(Default)]
@@ -87,13 +99,13 @@ fn recall_at(evidence: &[String], provenance: &[Vec<String>], k: usize) -> f64 {
     hit as f64 / evidence.len().max(1) as f64
 }
 
-pub async fn run(path: &Path, k: usize) -> anyhow::Result<Report> {
+pub async fn run(path: &Path, k: usize, sweep: bool) -> anyhow::Result<Report> {
     let data = locomo::load(path)?;
     let base = super::setup()?;
     let sandbox = Sandbox::new(&base, "eval");
     let ctx = Context::boot(sandbox.config.clone()).await?;
     let shutdown = CancellationToken::new();
-    let result = evaluate(&ctx, &data, k, &shutdown).await;
+    let result = evaluate(&ctx, &data, k, sweep, &shutdown).await;
     shutdown.cancel();
     sandbox.remove(&ctx.bus).await?;
     result
@@ -103,6 +115,7 @@ async fn evaluate(
     ctx: &Context,
     data: &locomo::Dataset,
     k: usize,
+    sweep: bool,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<Report> {
     let index = hindsight_index::open(&ctx.config)?;
@@ -139,9 +152,64 @@ async fn evaluate(
         .await?
         .recording_access(false);
     let report = ask(&recaller, data, k, ingest_seconds).await;
+    let mut variants = Vec::new();
+    if sweep && report.is_ok() {
+        let w = recaller.weights();
+        let relevance = Weights {
+            relevance: 1.0,
+            recency: 0.0,
+            importance: 0.0,
+            access: 0.0,
+            ..w
+        };
+        let settings = [
+            ("without spreading sources", w, false, [true; 4]),
+            ("relevance only", relevance, true, [true; 4]),
+            (
+                "dense only, relevance only",
+                relevance,
+                true,
+                [true, false, false, false],
+            ),
+            (
+                "keyword only, relevance only",
+                relevance,
+                true,
+                [false, true, false, false],
+            ),
+            (
+                "without the entity channel",
+                w,
+                true,
+                [true, true, true, false],
+            ),
+        ];
+        for (name, weights, spread, channels) in settings {
+            let variant = recaller
+                .clone()
+                .with_weights(weights)
+                .spreading_sources(spread)
+                .with_channels(channels);
+            let r = ask(&variant, data, k, ingest_seconds).await?;
+            eprintln!(
+                "sweep: {name}: recall@5 {:.3}, recall@10 {:.3}, words@10 {:.0}",
+                r.recall_5, r.recall_10, r.words_10
+            );
+            variants.push(Variant {
+                name: name.to_string(),
+                scores: Scores {
+                    recall_5: r.recall_5,
+                    recall_10: r.recall_10,
+                    words_10: r.words_10,
+                    questions: r.questions,
+                },
+            });
+        }
+    }
     shutdown.cancel();
     running.wait().await?;
     let mut report = report?;
+    report.sweep = variants;
     report.memories = sqlx::query_scalar("SELECT count(*) FROM memories")
         .fetch_one(&ctx.store.pool)
         .await?;
@@ -209,6 +277,7 @@ async fn ask(
         recall_p50_ms: percentile(&latencies, 0.5),
         recall_p99_ms: percentile(&latencies, 0.99),
         degraded,
+        sweep: Vec::new(),
     })
 }
 
