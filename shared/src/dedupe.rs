@@ -172,9 +172,19 @@ pub fn contradicts(old: &str, new: &str) -> bool {
 /// are at hand, so that `contradicts` is only asked of statements about the
 /// same thing.
 pub fn same_frame(a: &str, b: &str) -> bool {
-    let (ta, tb) = (content_tokens(a), content_tokens(b));
-    let (sa, sb): (HashSet<&String>, HashSet<&String>) = (ta.iter().collect(), tb.iter().collect());
-    jaccard(&sa, &sb) >= 0.5
+    same_frame_words(&frame_words(a), &frame_words(b))
+}
+
+/// The content words [`same_frame`] compares, to compute once per text when
+/// many pairs are compared.
+pub fn frame_words(text: &str) -> HashSet<String> {
+    content_tokens(text).into_iter().collect()
+}
+
+/// [`same_frame`] over words from [`frame_words`].
+pub fn same_frame_words(a: &HashSet<String>, b: &HashSet<String>) -> bool {
+    let union = a.union(b).count();
+    union == 0 || a.intersection(b).count() as f32 / union as f32 >= 0.5
 }
 
 /// The content of a merged memory, and whether the new fact's vector should

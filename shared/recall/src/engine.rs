@@ -162,9 +162,28 @@ impl Recaller {
             limit: CHANNEL_DEPTH,
         };
         let use_filter_channel = !filters.is_empty() || req.query.trim().is_empty();
+        let timed = |name: &'static str| {
+            let t = Instant::now();
+            move || {
+                let seconds = t.elapsed().as_secs_f64();
+                metrics::histogram!("hindsight_recall_part_seconds", "part" => name)
+                    .record(seconds);
+                tracing::debug!(part = name, ms = seconds * 1000.0, "recall part");
+            }
+        };
         let (dense, keyword, filtered, entity, working) = tokio::join!(
-            self.dense(tenant, req, &statuses),
-            self.store.keyword_search(&keyword_query),
+            async {
+                let done = timed("dense");
+                let r = self.dense(tenant, req, &statuses).await;
+                done();
+                r
+            },
+            async {
+                let done = timed("keyword");
+                let r = self.store.keyword_search(&keyword_query).await;
+                done();
+                r
+            },
             async {
                 if use_filter_channel {
                     self.store
@@ -174,13 +193,21 @@ impl Recaller {
                     Ok(Vec::new())
                 }
             },
-            self.store.entity_channel(
-                tenant,
-                &req.user_id,
-                &statuses,
-                &query_entities,
-                CHANNEL_DEPTH
-            ),
+            async {
+                let done = timed("entity");
+                let r = self
+                    .store
+                    .entity_channel(
+                        tenant,
+                        &req.user_id,
+                        &statuses,
+                        &query_entities,
+                        CHANNEL_DEPTH,
+                    )
+                    .await;
+                done();
+                r
+            },
             self.working_memory(tenant, req),
         );
         let (dense, degraded_reason) = match dense {
@@ -201,6 +228,7 @@ impl Recaller {
         let fused = fusion::rrf(&channels, RRF_K);
 
         let ids: Vec<Uuid> = fused.iter().map(|f| f.id).collect();
+        let rows_done = timed("rows");
         let rows: HashMap<Uuid, MemoryRow> = self
             .store
             .recall_rows(tenant, &req.user_id, &statuses, &filters, &ids)
@@ -213,6 +241,8 @@ impl Recaller {
         let (min, max) = present.fold((f64::MAX, f64::MIN), |(lo, hi), f| {
             (lo.min(f.rrf), hi.max(f.rrf))
         });
+        rows_done();
+        let rank_done = timed("rank");
         let now = Utc::now();
         let mut ranked = Vec::new();
         let mut explained = Vec::new();
@@ -262,6 +292,7 @@ impl Recaller {
             .map(|m| (m.id, rows.get(&m.id).and_then(|r| r.superseded_by)))
             .collect();
         conflicts::flag(&mut memories, &links);
+        rank_done();
 
         if req.explain {
             for e in &mut explained {
@@ -313,6 +344,7 @@ impl Recaller {
             return Ok(Vec::new());
         }
         let search = async {
+            let embed_started = Instant::now();
             let vector = embedder
                 .embed(std::slice::from_ref(&req.query))
                 .await
@@ -322,6 +354,9 @@ impl Recaller {
                 .ok_or_else(|| {
                     "the embedder returned no vector; answered from keyword search".to_string()
                 })?;
+            let seconds = embed_started.elapsed().as_secs_f64();
+            metrics::histogram!("hindsight_recall_part_seconds", "part" => "embed").record(seconds);
+            tracing::debug!(part = "embed", ms = seconds * 1000.0, "recall part");
             let collection = Collection::for_model(&self.namespace, embedder.model());
             let scope = Scope {
                 tenant: tenant.to_string(),

@@ -19,12 +19,17 @@ pub fn flag(memories: &mut [RecalledMemory], superseded_by: &[(Uuid, Option<Uuid
             .and_then(|(_, by)| *by)
     };
     let n = memories.len();
+    // Words once per memory: the pairs are many, the memories few.
+    let words: Vec<_> = memories
+        .iter()
+        .map(|m| dedupe::frame_words(&m.content))
+        .collect();
     for i in 0..n {
         for j in (i + 1)..n {
             let (a, b) = (&memories[i], &memories[j]);
             let linked = replaced_by(a.id) == Some(b.id) || replaced_by(b.id) == Some(a.id);
             let disagree = a.fact_type == b.fact_type
-                && dedupe::same_frame(&a.content, &b.content)
+                && dedupe::same_frame_words(&words[i], &words[j])
                 && (dedupe::contradicts(&a.content, &b.content)
                     || dedupe::contradicts(&b.content, &a.content));
             if linked || disagree {
