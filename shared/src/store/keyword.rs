@@ -10,8 +10,9 @@
 //!
 //! Candidates are the memories holding the query's rarer terms: the rarest
 //! terms are taken until their document frequencies add up to
-//! [`CANDIDATE_BUDGET`]. A memory matching only very common terms would score
-//! near zero anyway; scoring it would cost a scan of most of the user's rows.
+//! [`CANDIDATE_BUDGET`] (when the rarest alone is over it, memories holding
+//! the two rarest together). A memory matching only very common terms would
+//! score near zero anyway; scoring it would cost a scan of most of the user's rows.
 
 use uuid::Uuid;
 
@@ -99,27 +100,36 @@ impl Store {
             })
             .map(|(t, _)| t.clone())
             .collect();
-        let hits = sqlx::query_as(
+        // When even the rarest term is too common to score its every memory,
+        // candidates must hold the two rarest terms together (a GIN
+        // intersection); memories with one common term would score low anyway.
+        let (operator, candidates) = if known[0].1 > CANDIDATE_BUDGET && known.len() >= 2 {
+            ("@>", vec![known[0].0.clone(), known[1].0.clone()])
+        } else {
+            ("&&", candidates)
+        };
+        let sql = format!(
             "SELECT m.id,
                     (SELECT sum(x.w) FROM unnest($3::text[], $4::float8[]) AS x(t, w) WHERE x.t = ANY(m.terms))
                       * ($7 + 1) / (1 + $7 * (1 - $8 + $8 * cardinality(m.terms) / $6)) AS score
              FROM memories m
-             WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms && $10::text[]
+             WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms {operator} $10::text[]
              ORDER BY score DESC, m.id
-             LIMIT $9",
-        )
-        .bind(q.tenant)
-        .bind(q.user_id)
-        .bind(&scored)
-        .bind(&idf)
-        .bind(q.statuses)
-        .bind(avgdl)
-        .bind(K1)
-        .bind(B)
-        .bind(i64::try_from(q.limit).unwrap_or(i64::MAX))
-        .bind(&candidates)
-        .fetch_all(&self.pool)
-        .await?;
+             LIMIT $9"
+        );
+        let hits = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(q.tenant)
+            .bind(q.user_id)
+            .bind(&scored)
+            .bind(&idf)
+            .bind(q.statuses)
+            .bind(avgdl)
+            .bind(K1)
+            .bind(B)
+            .bind(i64::try_from(q.limit).unwrap_or(i64::MAX))
+            .bind(&candidates)
+            .fetch_all(&self.pool)
+            .await?;
         Ok(hits)
     }
 }
