@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use async_nats::jetstream;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use hindsight_recall::{RecallError, RecallRequest, RecallResponse, Recaller, working};
 use hindsight_shared::{
     Namespace, Topic,
@@ -61,52 +61,7 @@ impl From<working::WorkingError> for ApiError {
 }
 
 /// A memory as `GET /v1/memories/{id}` shows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MemoryView {
-    pub id: Uuid,
-    pub user_id: String,
-    pub session_id: Option<String>,
-    pub kind: String,
-    pub fact_type: String,
-    pub content: String,
-    pub entities: Vec<String>,
-    pub importance: f32,
-    pub confidence: f32,
-    pub source: String,
-    pub status: String,
-    pub superseded_by: Option<Uuid>,
-    pub occurred_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub last_accessed_at: Option<DateTime<Utc>>,
-    pub access_count: i32,
-    pub provenance: Vec<String>,
-}
-
-impl From<MemoryRow> for MemoryView {
-    fn from(r: MemoryRow) -> Self {
-        Self {
-            id: r.id,
-            user_id: r.user_id,
-            session_id: r.session_id,
-            kind: r.kind,
-            fact_type: r.fact_type,
-            content: r.content,
-            entities: r.entities,
-            importance: r.importance,
-            confidence: r.confidence,
-            source: r.source_trust,
-            status: r.status,
-            superseded_by: r.superseded_by,
-            occurred_at: r.occurred_at,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-            last_accessed_at: r.last_accessed_at,
-            access_count: r.access_count,
-            provenance: r.provenance,
-        }
-    }
-}
+pub type MemoryView = MemoryRow;
 
 /// A change to a memory (`PATCH /v1/memories/{id}`, `memory_update`).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -245,7 +200,6 @@ impl Gateway {
             .store()
             .memory(tenant, id)
             .await?
-            .map(MemoryView::from)
             .ok_or_else(|| not_found(id))
     }
 
@@ -310,7 +264,6 @@ impl Gateway {
             .store()
             .update_memory(tenant, id, &patch, actor)
             .await?
-            .map(MemoryView::from)
             .ok_or_else(|| not_found(id))
     }
 
@@ -362,7 +315,6 @@ impl Gateway {
             .store()
             .forget_memory(tenant, id, decay_factor, actor)
             .await?
-            .map(MemoryView::from)
             .ok_or_else(|| not_found(id))
     }
 

@@ -148,6 +148,12 @@ fn api_failure(e: ApiError) -> CallToolResult {
     failure(format!("{e}{hint}"))
 }
 
+fn memory_id(raw: &str) -> Result<Uuid, String> {
+    Uuid::parse_str(raw).map_err(|_| {
+        format!("{raw:?} is not a memory id; memory_search with format json lists ids")
+    })
+}
+
 fn json_text(value: &impl serde::Serialize) -> CallToolResult {
     let text = serde_json::to_string_pretty(value).unwrap_or_default();
     CallToolResult::success(vec![ContentBlock::text(text)])
@@ -184,6 +190,15 @@ impl McpServer {
         })
     }
 
+    /// The tenant and the user of this call.
+    fn scope(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        user: Option<String>,
+    ) -> Result<(String, String), String> {
+        Ok((self.tenant(ctx)?, self.user(user)?))
+    }
+
     fn user(&self, given: Option<String>) -> Result<String, String> {
         given
             .filter(|u| !u.trim().is_empty())
@@ -203,9 +218,9 @@ small talk (they are filtered out anyway), nor to correct an existing memory (us
         Parameters(args): Parameters<WriteArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let (tenant, user) = match (self.tenant(&ctx), self.user(args.user_id)) {
-            (Ok(t), Ok(u)) => (t, u),
-            (Err(e), _) | (_, Err(e)) => return Ok(failure(e)),
+        let (tenant, user) = match self.scope(&ctx, args.user_id) {
+            Ok(v) => v,
+            Err(e) => return Ok(failure(e)),
         };
         let mut envelope = Map::new();
         envelope.insert("user_id".into(), json!(user));
@@ -248,9 +263,9 @@ answer says it is degraded, the vector index was unavailable and only keyword se
         Parameters(args): Parameters<SearchArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let (tenant, user) = match (self.tenant(&ctx), self.user(args.user_id)) {
-            (Ok(t), Ok(u)) => (t, u),
-            (Err(e), _) | (_, Err(e)) => return Ok(failure(e)),
+        let (tenant, user) = match self.scope(&ctx, args.user_id) {
+            Ok(v) => v,
+            Err(e) => return Ok(failure(e)),
         };
         let mut req = RecallRequest::new(user, args.query);
         req.session_id = args.session_id;
@@ -302,15 +317,12 @@ not use to add new information (memory_write) or to remove a memory (memory_forg
         Parameters(args): Parameters<UpdateArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let tenant = match self.tenant(&ctx) {
-            Ok(t) => t,
+        let (tenant, id) = match self
+            .tenant(&ctx)
+            .and_then(|t| Ok((t, memory_id(&args.id)?)))
+        {
+            Ok(v) => v,
             Err(e) => return Ok(failure(e)),
-        };
-        let Ok(id) = Uuid::parse_str(&args.id) else {
-            return Ok(failure(format!(
-                "{:?} is not a memory id; memory_search with format json lists ids",
-                args.id
-            )));
         };
         let req = UpdateRequest {
             content: args.content,
@@ -335,15 +347,12 @@ stay restorable by an operator; nothing is erased here."
         Parameters(args): Parameters<ForgetArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let tenant = match self.tenant(&ctx) {
-            Ok(t) => t,
+        let (tenant, id) = match self
+            .tenant(&ctx)
+            .and_then(|t| Ok((t, memory_id(&args.id)?)))
+        {
+            Ok(v) => v,
             Err(e) => return Ok(failure(e)),
-        };
-        let Ok(id) = Uuid::parse_str(&args.id) else {
-            return Ok(failure(format!(
-                "{:?} is not a memory id; memory_search with format json lists ids",
-                args.id
-            )));
         };
         match self
             .gateway
@@ -365,9 +374,9 @@ open-ended questions (memory_search)."
         Parameters(args): Parameters<SummarizeArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let (tenant, user) = match (self.tenant(&ctx), self.user(args.user_id)) {
-            (Ok(t), Ok(u)) => (t, u),
-            (Err(e), _) | (_, Err(e)) => return Ok(failure(e)),
+        let (tenant, user) = match self.scope(&ctx, args.user_id) {
+            Ok(v) => v,
+            Err(e) => return Ok(failure(e)),
         };
         let mut req = RecallRequest::new(user, args.query.unwrap_or_default());
         req.session_id = args.session_id;
@@ -389,9 +398,9 @@ answering questions (memory_search)."
         Parameters(args): Parameters<DebugArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let (tenant, user) = match (self.tenant(&ctx), self.user(args.user_id)) {
-            (Ok(t), Ok(u)) => (t, u),
-            (Err(e), _) | (_, Err(e)) => return Ok(failure(e)),
+        let (tenant, user) = match self.scope(&ctx, args.user_id) {
+            Ok(v) => v,
+            Err(e) => return Ok(failure(e)),
         };
         match self.gateway.overview(&tenant, &user).await {
             Ok(o) => Ok(json_text(&o)),

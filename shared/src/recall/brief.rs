@@ -72,28 +72,20 @@ pub fn render(memories: &[RecalledMemory]) -> String {
 #[cfg(test)]
 mod tests {
     use chrono::{TimeZone, Utc};
-    use uuid::Uuid;
 
     use super::*;
 
     fn memory(content: &str, fact_type: &str, status: &str) -> RecalledMemory {
         RecalledMemory {
-            id: Uuid::new_v4(),
-            content: content.into(),
             fact_type: fact_type.into(),
             status: status.into(),
-            importance: 0.5,
             confidence: 0.8,
-            source: "high".into(),
             occurred_at: Some(
                 Utc.with_ymd_and_hms(2026, 5, 8, 13, 0, 0)
                     .single()
                     .expect("date"),
             ),
-            created_at: Utc::now(),
-            provenance: vec![],
-            score: 1.0,
-            conflicts_with: vec![],
+            ..crate::recall::memory::sample(content)
         }
     }
 

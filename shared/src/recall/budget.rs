@@ -51,25 +51,13 @@ pub fn cut(
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
-    use uuid::Uuid;
 
     use super::*;
 
     fn memory(content: &str, score: f64) -> RecalledMemory {
         RecalledMemory {
-            id: Uuid::new_v4(),
-            content: content.into(),
-            fact_type: "fact".into(),
-            status: "active".into(),
-            importance: 0.5,
-            confidence: 0.7,
-            source: "high".into(),
-            occurred_at: None,
-            created_at: Utc::now(),
-            provenance: vec![],
             score,
-            conflicts_with: vec![],
+            ..crate::recall::memory::sample(content)
         }
     }
 

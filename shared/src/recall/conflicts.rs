@@ -47,24 +47,14 @@ pub fn flag(memories: &mut [RecalledMemory], superseded_by: &[(Uuid, Option<Uuid
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
 
     use super::*;
 
     fn memory(content: &str, status: &str) -> RecalledMemory {
         RecalledMemory {
-            id: Uuid::new_v4(),
-            content: content.into(),
             fact_type: "preference".into(),
             status: status.into(),
-            importance: 0.5,
-            confidence: 0.7,
-            source: "high".into(),
-            occurred_at: None,
-            created_at: Utc::now(),
-            provenance: vec![],
-            score: 1.0,
-            conflicts_with: vec![],
+            ..crate::recall::memory::sample(content)
         }
     }
 

@@ -30,25 +30,13 @@ pub fn spread_sources(ranked: Vec<RecalledMemory>) -> Vec<RecalledMemory> {
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
-    use uuid::Uuid;
 
     use super::*;
 
     fn memory(content: &str, turns: &[&str]) -> RecalledMemory {
         RecalledMemory {
-            id: Uuid::new_v4(),
-            content: content.into(),
-            fact_type: "fact".into(),
-            status: "active".into(),
-            importance: 0.5,
-            confidence: 0.7,
-            source: "high".into(),
-            occurred_at: None,
-            created_at: Utc::now(),
             provenance: turns.iter().map(|t| t.to_string()).collect(),
-            score: 0.0,
-            conflicts_with: vec![],
+            ..crate::recall::memory::sample(content)
         }
     }
 

@@ -31,3 +31,22 @@ impl RecalledMemory {
         self.occurred_at.unwrap_or(self.created_at)
     }
 }
+
+/// A memory with plain values, for the tests of the recall modules.
+#[cfg(test)]
+pub(crate) fn sample(content: &str) -> RecalledMemory {
+    RecalledMemory {
+        id: Uuid::new_v4(),
+        content: content.into(),
+        fact_type: "fact".into(),
+        status: "active".into(),
+        importance: 0.5,
+        confidence: 0.7,
+        source: "high".into(),
+        occurred_at: None,
+        created_at: Utc::now(),
+        provenance: vec![],
+        score: 1.0,
+        conflicts_with: vec![],
+    }
+}

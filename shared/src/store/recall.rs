@@ -29,8 +29,8 @@ impl Filters {
     }
 }
 
-/// A memory as recall scores and returns it.
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// A memory as recall scores it and `GET /v1/memories/{id}` shows it.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
 pub struct MemoryRow {
     pub id: Uuid,
     pub user_id: String,
@@ -41,6 +41,8 @@ pub struct MemoryRow {
     pub entities: Vec<String>,
     pub importance: f32,
     pub confidence: f32,
+    /// How far the source is trusted (high, medium, low).
+    #[serde(rename = "source")]
     pub source_trust: String,
     pub status: String,
     pub superseded_by: Option<Uuid>,

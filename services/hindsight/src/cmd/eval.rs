@@ -84,13 +84,13 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             } else {
                 println!(
                     "LoCoMo: {} questions over {} turns ({} memories, ingest {:.0} s): recall@5 {:.3}, recall@10 {:.3}, words@10 {:.0}; recall p50 {:.1} ms, p99 {:.1} ms; {} degraded",
-                    report.questions,
+                    report.overall.questions,
                     report.turns,
                     report.memories,
                     report.ingest_seconds,
-                    report.recall_5,
-                    report.recall_10,
-                    report.words_10,
+                    report.overall.recall_5,
+                    report.overall.recall_10,
+                    report.overall.words_10,
                     report.recall_p50_ms,
                     report.recall_p99_ms,
                     report.degraded

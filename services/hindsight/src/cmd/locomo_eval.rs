@@ -36,14 +36,10 @@ pub struct Scores {
 
 #[derive(Debug, Serialize)]
 pub struct Report {
-    #[serde(rename = "recall@5")]
-    pub recall_5: f64,
-    #[serde(rename = "recall@10")]
-    pub recall_10: f64,
-    #[serde(rename = "words@10")]
-    pub words_10: f64,
+    /// Over every question: recall@5, recall@10, words@10, questions.
+    #[serde(flatten)]
+    pub overall: Scores,
     pub per_category: BTreeMap<u8, Scores>,
-    pub questions: usize,
     pub turns: usize,
     pub memories: i64,
     pub ingest_seconds: f64,
@@ -193,16 +189,11 @@ async fn evaluate(
             let r = ask(&variant, data, k, ingest_seconds).await?;
             eprintln!(
                 "sweep: {name}: recall@5 {:.3}, recall@10 {:.3}, words@10 {:.0}",
-                r.recall_5, r.recall_10, r.words_10
+                r.overall.recall_5, r.overall.recall_10, r.overall.words_10
             );
             variants.push(Variant {
                 name: name.to_string(),
-                scores: Scores {
-                    recall_5: r.recall_5,
-                    recall_10: r.recall_10,
-                    words_10: r.words_10,
-                    questions: r.questions,
-                },
+                scores: r.overall,
             });
         }
     }
@@ -263,13 +254,9 @@ async fn ask(
             .add(r5, r10, words as f64);
     }
     latencies.sort_by(f64::total_cmp);
-    let scores = all.scores();
     Ok(Report {
-        recall_5: scores.recall_5,
-        recall_10: scores.recall_10,
-        words_10: scores.words_10,
+        overall: all.scores(),
         per_category: per_category.iter().map(|(c, s)| (*c, s.scores())).collect(),
-        questions: scores.questions,
         turns: data.turns.len(),
         memories: 0,
         ingest_seconds,
