@@ -1,6 +1,7 @@
-//! `hindsight`: run any stage or all of them, publish turns, and inspect
-//! streams and the dead-letter queue. Configuration comes from environment
-//! variables (`hindsight config` lists them); logs go to stderr.
+//! `hindsight`: run any stage or all of them with the gateway, publish turns,
+//! recall, serve MCP over stdio, manage tenant keys, and inspect streams and
+//! the dead-letter queue. Configuration comes from environment variables
+//! (`hindsight config` lists them); logs go to stderr.
 
 mod cmd;
 mod locomo;
@@ -20,12 +21,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run every stage in one process (applies streams and migrations first).
+    /// Run every stage and the gateway in one process (applies streams and migrations first).
     ///
-    /// Serves /healthz, /readyz and /metrics on HINDSIGHT_HTTP_ADDR and prints
-    /// `ready: http://ADDR` on stdout once every stage is consuming.
+    /// Serves the gateway's HTTP API (/v1/*), MCP (/mcp), /healthz, /readyz and
+    /// /metrics on HINDSIGHT_HTTP_ADDR, answers recall on NATS, and prints
+    /// `ready: http://ADDR` on stdout once every part is ready.
     Up,
-    /// Run one stage on its own (as its container does).
+    /// Run one stage, or the gateway, on its own (as its container does).
     Run {
         /// The stage to run.
         #[arg(value_enum)]
@@ -51,7 +53,7 @@ enum Command {
     ///
     /// With the embedded index, stop `hindsight up` first: one process owns its directory.
     Reindex,
-    /// Measure throughput in a throw-away namespace and database.
+    /// Measure throughput and recall latency in a throw-away namespace and database.
     Bench {
         #[command(subcommand)]
         command: cmd::bench::Command,

@@ -1,6 +1,7 @@
-//! `hindsight bench filter`: end-to-end throughput of the filter stage
-//! (publish → kept) in a throw-away namespace and database, so it can run next
-//! to a live deployment without touching it.
+//! `hindsight bench`: throughput of the filter and extract stages and of the
+//! whole ingest (`bench recall` lives in `bench_recall.rs`), each in a
+//! throw-away namespace and database, so it can run next to a live
+//! deployment without touching it.
 
 use std::time::{Duration, Instant};
 
