@@ -598,3 +598,82 @@ async fn with_the_index_down_recall_answers_from_keywords_and_says_so() {
     drop(switchable);
     d.remove().await;
 }
+
+/// The last JSON-RPC message of a streamable-HTTP reply (SSE `data:` lines, or plain JSON).
+fn rpc_message(body: &str) -> Value {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .last()
+        .or_else(|| serde_json::from_str(body).ok())
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_over_http_acts_for_the_keys_tenant() {
+    let d = Deployment::new("test", |_| {}).await;
+    let index = hindsight_index::open(d.config()).expect("index");
+    let stack = Stack::start(&d, index).await;
+    let key = d.ctx.store.create_tenant_key("acme").await.expect("key");
+    let other = d.ctx.store.create_tenant_key("globex").await.expect("key");
+    publish(
+        &d,
+        "acme",
+        "li",
+        "v1",
+        "I am vegetarian and I live in Oslo.",
+    )
+    .await;
+    drained(&d, 1).await;
+
+    let client = reqwest::Client::new();
+    let post = |key: String, session: Option<String>, body: Value| {
+        let mut req = client
+            .post(format!("{}/mcp", stack.base_url))
+            .header("authorization", format!("Bearer {key}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(s) = session {
+            req = req.header("mcp-session-id", s);
+        }
+        async move {
+            let resp = req.send().await.expect("the gateway answers");
+            let session = resp
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let status = resp.status().as_u16();
+            (status, session, resp.text().await.expect("body"))
+        }
+    };
+    let search = |key: &str| {
+        let key = key.to_string();
+        let post = &post;
+        async move {
+            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}});
+            let (status, session, body) = post(key.clone(), None, init).await;
+            assert_eq!(status, 200, "{body}");
+            let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            post(key.clone(), session.clone(), done).await;
+            let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "memory_search", "arguments": {"user_id": "li", "query": "what does the user eat?"}}});
+            let (status, _, body) = post(key, session, call).await;
+            assert_eq!(status, 200, "{body}");
+            rpc_message(&body)
+        }
+    };
+    let own = search(&key).await;
+    assert!(own.to_string().contains("vegetarian"), "{own}");
+    let foreign = search(&other).await;
+    assert!(
+        !foreign.to_string().contains("vegetarian"),
+        "another tenant's key sees nothing: {foreign}"
+    );
+
+    stack.stop().await;
+    d.remove().await;
+}
