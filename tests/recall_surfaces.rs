@@ -602,9 +602,9 @@ async fn with_the_index_down_recall_answers_from_keywords_and_says_so() {
 /// The last JSON-RPC message of a streamable-HTTP reply (SSE `data:` lines, or plain JSON).
 fn rpc_message(body: &str) -> Value {
     body.lines()
+        .rev()
         .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .last()
+        .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
         .or_else(|| serde_json::from_str(body).ok())
         .unwrap_or(Value::Null)
 }
