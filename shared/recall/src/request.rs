@@ -216,8 +216,9 @@ pub struct RecallResponse {
     pub degraded: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded_reason: Option<String>,
-    /// The session's working memory (exact keys), when the request names a session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The session's working memory (exact keys) when the request names a
+    /// session; null otherwise.
+    #[serde(default)]
     pub working_memory: Option<serde_json::Map<String, serde_json::Value>>,
     /// Estimated tokens of the memories' content.
     pub tokens: usize,
