@@ -74,20 +74,13 @@ impl Stack {
 /// Waits until every published turn went through the filter, every kept turn
 /// was extracted, every fact is in a memory and the index caught up.
 pub async fn drained(d: &Deployment, turns: i64) {
-    let pool = d.ctx.store.pool.clone();
     eventually("the pipeline drains", Duration::from_secs(120), || {
-        let pool = pool.clone();
+        let store = d.ctx.store.clone();
         async move {
-            sqlx::query_scalar::<_, bool>(
-                "SELECT (SELECT count(*) FROM turns) >= $1
-                    AND NOT EXISTS (SELECT 1 FROM turns WHERE fate = 'kept' AND extract_outcome IS NULL)
-                    AND (SELECT coalesce(sum(jsonb_array_length(facts)), 0) FROM turns) = (SELECT count(*) FROM memory_sources)
-                    AND NOT EXISTS (SELECT 1 FROM memories WHERE index_state = 'pending')",
-            )
-            .bind(turns)
-            .fetch_one(&pool)
-            .await
-            .unwrap_or(false)
+            store
+                .drained(usize::try_from(turns).unwrap_or(0))
+                .await
+                .unwrap_or(false)
         }
     })
     .await;

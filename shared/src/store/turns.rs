@@ -253,3 +253,21 @@ impl Store {
         Ok(recorded.into_iter().collect())
     }
 }
+
+impl Store {
+    /// Whether the pipeline is done with `turns` published turns: each went
+    /// through the filter (kept or dropped), each kept turn was extracted,
+    /// every fact is in a memory, and the index has caught up. For
+    /// benchmarks, evaluations and tests, which run in a database of their own.
+    pub async fn drained(&self, turns: usize) -> Result<bool, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT (SELECT count(*) FROM turns) >= $1
+                AND NOT EXISTS (SELECT 1 FROM turns WHERE fate = 'kept' AND extract_outcome IS NULL)
+                AND (SELECT coalesce(sum(jsonb_array_length(facts)), 0) FROM turns) = (SELECT count(*) FROM memory_sources)
+                AND NOT EXISTS (SELECT 1 FROM memories WHERE index_state = 'pending')",
+        )
+        .bind(i64::try_from(turns).unwrap_or(i64::MAX))
+        .fetch_one(&self.pool)
+        .await?)
+    }
+}

@@ -232,13 +232,27 @@ async fn start(
 }
 
 async fn publish(ctx: &Context, turns: usize) -> anyhow::Result<()> {
-    let tenant = "bench";
+    publish_all(
+        ctx,
+        "bench",
+        (0..turns).map(|i| (format!("bench:bench-{i}"), turn("bench", i))),
+    )
+    .await
+}
+
+/// Publishes turns of one tenant with their message ids, a window of acks
+/// in flight at a time, and waits for every ack.
+pub(crate) async fn publish_all(
+    ctx: &Context,
+    tenant: &str,
+    turns: impl Iterator<Item = (String, serde_json::Value)>,
+) -> anyhow::Result<()> {
     let subject = ctx.config.namespace.subject(Topic::Turns, tenant);
     let mut in_flight: Vec<PublishAckFuture> = Vec::with_capacity(1024);
-    for i in 0..turns {
+    for (msg_id, turn) in turns {
         let msg = jetstream::message::PublishMessage::build()
-            .payload(turn(tenant, i).to_string().into_bytes().into())
-            .message_id(format!("{tenant}:bench-{i}"));
+            .payload(turn.to_string().into_bytes().into())
+            .message_id(msg_id);
         in_flight.push(ctx.bus.js.send_publish(subject.clone(), msg).await?);
         if in_flight.len() == 1024 {
             for ack in in_flight.drain(..) {
@@ -356,21 +370,6 @@ fn ingest_turns(turns: usize, data: &std::path::Path) -> Vec<serde_json::Value> 
         .collect()
 }
 
-/// Whether the pipeline is done with `turns` published turns: each went
-/// through the filter (kept or dropped), each kept turn was extracted, every
-/// fact is in a memory, and the index has caught up.
-pub(crate) async fn drained(ctx: &Context, turns: usize) -> anyhow::Result<bool> {
-    Ok(sqlx::query_scalar(
-        "SELECT (SELECT count(*) FROM turns) >= $1
-            AND NOT EXISTS (SELECT 1 FROM turns WHERE fate = 'kept' AND extract_outcome IS NULL)
-            AND (SELECT coalesce(sum(jsonb_array_length(facts)), 0) FROM turns) = (SELECT count(*) FROM memory_sources)
-            AND NOT EXISTS (SELECT 1 FROM memories WHERE index_state = 'pending')",
-    )
-    .bind(turns as i64)
-    .fetch_one(&ctx.store.pool)
-    .await?)
-}
-
 pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -431,7 +430,7 @@ async fn measure_ingest(
     // Done when every turn went through the filter (kept or dropped), every kept
     // turn was extracted, every fact is in a memory and the index has caught up.
     until("every turn persisted and searchable", async || {
-        drained(ctx, turns).await
+        Ok(ctx.store.drained(turns).await?)
     })
     .await?;
     let seconds = started.elapsed().as_secs_f64();

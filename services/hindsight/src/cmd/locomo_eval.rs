@@ -8,10 +8,8 @@ use std::{
     time::Instant,
 };
 
-use async_nats::jetstream::{self, context::PublishAckFuture};
 use hindsight_recall::{RecallRequest, Recaller};
 use hindsight_shared::{
-    Topic,
     recall::fusion::Weights,
     sandbox::Sandbox,
     service::{self, Context},
@@ -19,7 +17,7 @@ use hindsight_shared::{
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::bench::{drained, percentile, until};
+use super::bench::{percentile, publish_all, until};
 use crate::{locomo, stages};
 
 /// Recall@5, recall@10 and words@10 over a set of questions.
@@ -120,24 +118,19 @@ async fn evaluate(
     running.readiness.wait().await;
 
     let started = Instant::now();
-    let mut in_flight: Vec<PublishAckFuture> = Vec::new();
-    for t in &data.turns {
-        let msg = jetstream::message::PublishMessage::build()
-            .payload(t.envelope().to_string().into_bytes().into())
-            .message_id(format!("{}:{}", locomo::TENANT, t.qualified_id()));
-        let subject = ctx.config.namespace.subject(Topic::Turns, locomo::TENANT);
-        in_flight.push(ctx.bus.js.send_publish(subject, msg).await?);
-        if in_flight.len() >= 256 {
-            for ack in in_flight.drain(..) {
-                ack.await?;
-            }
-        }
-    }
-    for ack in in_flight.drain(..) {
-        ack.await?;
-    }
+    publish_all(
+        ctx,
+        locomo::TENANT,
+        data.turns.iter().map(|t| {
+            (
+                format!("{}:{}", locomo::TENANT, t.qualified_id()),
+                t.envelope(),
+            )
+        }),
+    )
+    .await?;
     until("every LoCoMo turn persisted and searchable", async || {
-        drained(ctx, data.turns.len()).await
+        Ok(ctx.store.drained(data.turns.len()).await?)
     })
     .await?;
     let ingest_seconds = started.elapsed().as_secs_f64();
