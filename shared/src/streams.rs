@@ -16,6 +16,10 @@ pub const FILES: &[(&str, &str)] = &[
     ("embedded.toml", include_str!("../../streams/embedded.toml")),
     ("dlq.toml", include_str!("../../streams/dlq.toml")),
     ("kv.toml", include_str!("../../streams/kv.toml")),
+    (
+        "working_writes.toml",
+        include_str!("../../streams/working_writes.toml"),
+    ),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +63,9 @@ pub struct StreamSpec {
     #[serde(deserialize_with = "de_duration")]
     pub duplicate_window: Duration,
     pub max_msg_size: i32,
+    /// At most this many messages per subject (the oldest go first); omitted: unlimited.
+    #[serde(default)]
+    pub max_msgs_per_subject: Option<i64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -145,6 +152,8 @@ fn stream_config(ns: &Namespace, spec: &StreamSpec) -> stream::Config {
         max_age: spec.max_age,
         duplicate_window: spec.duplicate_window,
         max_message_size: spec.max_msg_size,
+        // 0 is the server's "unlimited".
+        max_messages_per_subject: spec.max_msgs_per_subject.unwrap_or(0),
         discard: stream::DiscardPolicy::Old,
         ..Default::default()
     }
@@ -267,7 +276,22 @@ mod tests {
             .iter()
             .map(|(s, _)| s.name.as_str())
             .collect();
-        assert_eq!(names, ["TURNS", "KEPT", "FACTS", "EMBEDDED", "DLQ"]);
+        assert_eq!(
+            names,
+            [
+                "TURNS",
+                "KEPT",
+                "FACTS",
+                "EMBEDDED",
+                "DLQ",
+                "WORKING_WRITES"
+            ]
+        );
         assert_eq!(topology.buckets[0].ttl, Duration::from_secs(3600));
+        // Only the write log keeps one message per subject; the rest are unlimited.
+        for (spec, _) in &topology.streams {
+            let expected = (spec.name == "WORKING_WRITES").then_some(1);
+            assert_eq!(spec.max_msgs_per_subject, expected, "{}", spec.name);
+        }
     }
 }

@@ -7,9 +7,11 @@
 mod engine;
 mod request;
 pub mod working;
+pub mod working_expiry;
 
 pub use engine::{RecallError, Recaller};
 pub use request::{
     CHANNELS, ExplainedCandidate, Include, RecallRequest, RecallResponse, RequestError,
 };
 pub use working::WorkingMemory;
+pub use working_expiry::{ExpiryError, expired_keys};

@@ -2,11 +2,14 @@
 //! results) that an agent needs verbatim for the next turns and that expire by
 //! themselves. One JetStream KV entry per (tenant, user, session) holds the
 //! session's keys as a JSON object; the bucket's TTL (`streams/kv.toml`, 1 h)
-//! runs from the last write.
+//! runs from the last write. Every write is also recorded, without its
+//! content, for counting expired keys ([`crate::working_expiry`]).
 
 use async_nats::jetstream::{self, kv};
 use hindsight_shared::Namespace;
 use serde_json::{Map, Value};
+
+use crate::working_expiry::WriteLog;
 
 /// The largest working memory of one session, serialised.
 pub const MAX_BYTES: usize = 64 * 1024;
@@ -26,6 +29,7 @@ pub enum WorkingError {
 #[derive(Clone)]
 pub struct WorkingMemory {
     kv: kv::Store,
+    log: WriteLog,
 }
 
 /// A KV key for the scope: each part hex-encoded, since ids may hold any
@@ -46,7 +50,10 @@ impl WorkingMemory {
             .get_key_value(ns.stream_name(BUCKET))
             .await
             .map_err(|e| WorkingError::Unavailable(e.to_string()))?;
-        Ok(Self { kv })
+        let log = WriteLog::open(js, ns)
+            .await
+            .map_err(WorkingError::Unavailable)?;
+        Ok(Self { kv, log })
     }
 
     /// The session's keys (empty when none, or expired).
@@ -111,17 +118,24 @@ impl WorkingMemory {
                     .kv
                     .update(&key, bytes.into(), r)
                     .await
-                    .map(|_| ())
+                    .map(|revision| (revision, None))
                     .map_err(|e| e.to_string()),
-                None => self
-                    .kv
-                    .create(&key, bytes.into())
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string()),
+                None => {
+                    // A new lifetime of the key. How the previous one ended is
+                    // read first: once the key exists, others record writes of it.
+                    let previous = self.log.last_write(&key).await;
+                    self.kv
+                        .create(&key, bytes.into())
+                        .await
+                        .map(|revision| (revision, previous))
+                        .map_err(|e| e.to_string())
+                }
             };
             match written {
-                Ok(()) => return Ok(map),
+                Ok((revision, previous)) => {
+                    self.log.put(&key, revision, previous).await;
+                    return Ok(map);
+                }
                 // Someone else wrote in between: read again and retry.
                 Err(e) if e.contains("wrong last sequence") || e.contains("already exists") => {
                     continue;
@@ -130,6 +144,22 @@ impl WorkingMemory {
             }
         }
         Err(WorkingError::Conflict)
+    }
+
+    /// Forgets the session's keys now rather than at expiry.
+    pub async fn clear(
+        &self,
+        tenant: &str,
+        user_id: &str,
+        session_id: &str,
+    ) -> Result<(), WorkingError> {
+        let key = key(tenant, user_id, session_id);
+        self.kv
+            .delete(&key)
+            .await
+            .map_err(|e| WorkingError::Unavailable(e.to_string()))?;
+        self.log.deleted(&key).await;
+        Ok(())
     }
 }
 
