@@ -198,6 +198,21 @@ pub const SETTINGS: &[Setting] = &[
         "Host headers the streamable-HTTP MCP endpoint (`/mcp`) accepts (DNS-rebinding protection); add the names clients use, e.g. `gateway` in compose.",
     ),
     setting(
+        "HINDSIGHT_JANITOR_CRON",
+        "0 0 2 * * Sun",
+        "When the janitor runs (cron with seconds, UTC; default Sunday 02:00). A run missed while no janitor was up starts at the next start-up.",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_DECAY_HALF_LIFE",
+        "30d",
+        "Idle time (no access) that halves a memory's stored importance; health and safety constraints keep a floor of 0.8.",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_RETENTION",
+        "30d",
+        "How long archived and deleted memories are kept before a run exports them (JSON lines under `HINDSIGHT_DATA_DIR/exports/`) and deletes them.",
+    ),
+    setting(
         "HINDSIGHT_LOG",
         "info",
         "Log filter (tracing `EnvFilter` syntax, e.g. `info,hindsight_shared=debug`). Logs go to stderr.",
@@ -253,6 +268,7 @@ pub struct Config {
     pub dedupe_threshold: f32,
     pub recall: RecallConfig,
     pub mcp_allowed_hosts: Vec<String>,
+    pub janitor: JanitorConfig,
     pub log: String,
     pub log_format: LogFormat,
 }
@@ -277,6 +293,15 @@ pub struct RecallConfig {
     pub half_life: Duration,
     pub max_tokens: usize,
     pub index_timeout: Duration,
+}
+
+/// The janitor's schedule and the settings of its policy that deployments tune.
+#[derive(Clone, Debug)]
+pub struct JanitorConfig {
+    /// Cron expression with seconds (`sec min hour day month weekday`), UTC.
+    pub cron: String,
+    pub decay_half_life: Duration,
+    pub retention: Duration,
 }
 
 /// The vector index: embedded unless `qdrant_url` is set.
@@ -381,6 +406,25 @@ impl Config {
                 .map(|h| h.trim().to_string())
                 .filter(|h| !h.is_empty())
                 .collect(),
+            janitor: JanitorConfig {
+                cron: parse_with(get("HINDSIGHT_JANITOR_CRON"), |v| {
+                    if v.split_whitespace().count() == 6 {
+                        Ok(v.trim().to_string())
+                    } else {
+                        Err("expected 6 cron fields: sec min hour day month weekday".into())
+                    }
+                })?,
+                decay_half_life: parse_with(get("HINDSIGHT_JANITOR_DECAY_HALF_LIFE"), |v| {
+                    duration::parse(v).and_then(|d| {
+                        if d.is_zero() {
+                            Err("must be more than 0".into())
+                        } else {
+                            Ok(d)
+                        }
+                    })
+                })?,
+                retention: parse_with(get("HINDSIGHT_JANITOR_RETENTION"), duration::parse)?,
+            },
             log: get("HINDSIGHT_LOG").1,
             log_format: parse_with(get("HINDSIGHT_LOG_FORMAT"), |v| match v {
                 "text" => Ok(LogFormat::Text),
@@ -514,6 +558,15 @@ impl Config {
             (
                 "HINDSIGHT_MCP_ALLOWED_HOSTS",
                 self.mcp_allowed_hosts.join(","),
+            ),
+            ("HINDSIGHT_JANITOR_CRON", self.janitor.cron.clone()),
+            (
+                "HINDSIGHT_JANITOR_DECAY_HALF_LIFE",
+                format!("{}s", self.janitor.decay_half_life.as_secs()),
+            ),
+            (
+                "HINDSIGHT_JANITOR_RETENTION",
+                format!("{}s", self.janitor.retention.as_secs()),
             ),
             ("HINDSIGHT_LOG", self.log.clone()),
             (

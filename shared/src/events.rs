@@ -94,6 +94,51 @@ pub fn describe() {
         "hindsight_turns_without_facts_total",
         "Kept turns that yielded no fact, by tenant."
     );
+    describe_histogram!(
+        "hindsight_janitor_run_seconds",
+        metrics::Unit::Seconds,
+        "Duration of one maintenance run, by dry_run and status."
+    );
+    describe_counter!(
+        "hindsight_janitor_runs_total",
+        "Maintenance runs, by dry_run and status (finished, failed)."
+    );
+    describe_counter!(
+        "hindsight_janitor_changes_total",
+        "Memories a real maintenance run changed, by step (decayed, merged, archived, consolidated, summaries, purged)."
+    );
+}
+
+/// A maintenance run ended.
+pub struct MaintenanceRan<'a> {
+    pub run: &'a str,
+    pub dry_run: bool,
+    pub status: &'a str,
+    pub elapsed: Duration,
+    /// Changes per step, by the names of the counts.
+    pub changes: &'a [(&'static str, u64)],
+}
+
+impl MaintenanceRan<'_> {
+    pub fn emit(self) {
+        tracing::info!(
+            run = self.run,
+            dry_run = self.dry_run,
+            status = self.status,
+            seconds = self.elapsed.as_secs_f64(),
+            changes = ?self.changes,
+            "maintenance run ended"
+        );
+        let (dry, status) = (self.dry_run.to_string(), self.status.to_string());
+        histogram!("hindsight_janitor_run_seconds", "dry_run" => dry.clone(), "status" => status.clone())
+            .record(self.elapsed.as_secs_f64());
+        counter!("hindsight_janitor_runs_total", "dry_run" => dry, "status" => status).increment(1);
+        if !self.dry_run {
+            for (step, n) in self.changes {
+                counter!("hindsight_janitor_changes_total", "step" => *step).increment(*n);
+            }
+        }
+    }
 }
 
 /// One call to the LLM endpoint finished.

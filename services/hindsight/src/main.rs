@@ -1,6 +1,6 @@
 //! `hindsight`: run any stage or all of them with the gateway, publish turns,
-//! recall, serve MCP over stdio, manage tenant keys, and inspect streams and
-//! the dead-letter queue. Configuration comes from environment variables
+//! recall, serve MCP over stdio, manage tenant keys, run and undo maintenance,
+//! and inspect streams and the dead-letter queue. Configuration comes from environment variables
 //! (`hindsight config` lists them); logs go to stderr.
 
 mod cmd;
@@ -21,13 +21,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run every stage and the gateway in one process (applies streams and migrations first).
+    /// Run every stage, the gateway and the janitor in one process (applies streams and migrations first).
     ///
     /// Serves the gateway's HTTP API (/v1/*), MCP (/mcp), /healthz, /readyz and
     /// /metrics on HINDSIGHT_HTTP_ADDR, answers recall on NATS, and prints
     /// `ready: http://ADDR` on stdout once every part is ready.
     Up,
-    /// Run one stage, or the gateway, on its own (as its container does).
+    /// Run one stage, the gateway or the janitor on its own (as its container does).
     Run {
         /// The stage to run.
         #[arg(value_enum)]
@@ -67,6 +67,11 @@ enum Command {
         #[command(subcommand)]
         command: cmd::tenant::Command,
     },
+    /// Run the janitor's maintenance now, undo a run, list runs.
+    Maintenance {
+        #[command(subcommand)]
+        command: cmd::maintenance::Command,
+    },
     /// Evaluate against the LoCoMo data (../shared/eval/).
     Eval {
         #[command(subcommand)]
@@ -94,6 +99,7 @@ async fn main() -> std::process::ExitCode {
         Command::Tenant { command } => cmd::tenant::run(command).await,
         Command::Bench { command } => cmd::bench::run(command).await,
         Command::Eval { command } => cmd::eval::run(command).await,
+        Command::Maintenance { command } => cmd::maintenance::run(command).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

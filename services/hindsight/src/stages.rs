@@ -14,6 +14,7 @@ pub enum StageName {
     Embed,
     Persist,
     Gateway,
+    Janitor,
 }
 
 impl StageName {
@@ -24,6 +25,7 @@ impl StageName {
             StageName::Embed => "embed",
             StageName::Persist => "persist",
             StageName::Gateway => "gateway",
+            StageName::Janitor => "janitor",
         }
     }
 }
@@ -36,13 +38,14 @@ pub const PIPELINE: &[StageName] = &[
     StageName::Persist,
 ];
 
-/// Every service of `hindsight up`: the pipeline and the gateway.
+/// Every service of `hindsight up`: the pipeline, the gateway and the janitor.
 pub const ALL: &[StageName] = &[
     StageName::Filter,
     StageName::Extract,
     StageName::Embed,
     StageName::Persist,
     StageName::Gateway,
+    StageName::Janitor,
 ];
 
 /// The tasks of these stages. Stages of one process share one vector index
@@ -102,6 +105,7 @@ pub async fn tasks_with_index(
                 };
                 out.push(hindsight_gateway::task(ctx, index).await?);
             }
+            StageName::Janitor => out.push(hindsight_janitor::task(ctx)?),
         }
     }
     Ok(out)

@@ -1,6 +1,85 @@
-//! The janitor: the weekly maintenance of memory. In progress: [`policy`]
-//! holds the decisions of a run as plain functions (which memory decays and
-//! by how much, which is archived, consolidated or purged); the store
-//! operations, the runner, the schedule and restore build on it.
+//! The janitor: the weekly maintenance of memory.
+//!
+//! A run ([`run`]) takes every tenant's memories through five steps, in
+//! order — decay, merge (cosine ≥ 0.95), archive, consolidate, purge —
+//! deciding with the plain functions of [`policy`], [`similarity`] and
+//! [`consolidate`], reading and writing in chunks through
+//! `hindsight_shared::store::maintenance`. Runs are scheduled ([`schedule`]),
+//! asked for over NATS ([`control`]), recorded, reversible ([`restore`]) and
+//! one at a time across replicas.
 
+pub mod consolidate;
+pub mod control;
+pub mod counts;
+mod export;
+mod metrics;
 pub mod policy;
+pub mod restore;
+pub mod run;
+pub mod schedule;
+pub mod similarity;
+
+use std::time::Duration;
+
+use hindsight_shared::{
+    config::Config,
+    service::{self, Context, StageTask},
+    store::Store,
+};
+pub use run::{Janitor, JanitorError, Outcome, RunReport, RunRequest, Trigger};
+
+/// The policy of a configuration.
+pub fn policy(config: &Config) -> policy::Policy {
+    let days = |d: Duration| chrono::Duration::seconds(d.as_secs() as i64);
+    policy::Policy {
+        decay_half_life: days(config.janitor.decay_half_life),
+        retention: days(config.janitor.retention),
+        ..policy::Policy::default()
+    }
+}
+
+/// How long working-memory keys live (the `WORKING` bucket's TTL in `streams/`).
+pub fn working_ttl() -> Duration {
+    hindsight_shared::streams::Topology::load()
+        .ok()
+        .and_then(|t| {
+            t.buckets
+                .iter()
+                .find(|b| b.name == hindsight_recall::working::BUCKET)
+                .map(|b| b.ttl)
+        })
+        .unwrap_or(Duration::from_secs(3600))
+}
+
+/// A janitor for this configuration, publishing on its NATS connection.
+pub fn janitor(config: &Config, store: Store, bus: Option<&hindsight_shared::bus::Bus>) -> Janitor {
+    let janitor = Janitor::new(store, policy(config), &config.data_dir);
+    match bus {
+        Some(bus) => janitor.with_bus(
+            bus.client.clone(),
+            bus.js.clone(),
+            config.namespace.clone(),
+            working_ttl(),
+        ),
+        None => janitor,
+    }
+}
+
+/// The janitor as a task of a process: the schedule (with the run owed at
+/// start-up) and the NATS requests of `hindsight maintenance`.
+pub fn task(ctx: &Context) -> anyhow::Result<StageTask> {
+    let schedule =
+        schedule::Schedule::parse(&ctx.config.janitor.cron).map_err(anyhow::Error::msg)?;
+    let janitor = janitor(&ctx.config, ctx.store.clone(), Some(&ctx.bus));
+    let (client, ns) = (ctx.bus.client.clone(), ctx.config.namespace.clone());
+    Ok(service::background("janitor", move |shutdown| async move {
+        let control = control::serve(janitor.clone(), client, ns, shutdown.clone());
+        let scheduled = schedule::serve(janitor, schedule, shutdown.clone());
+        let (a, b) = tokio::join!(control, scheduled);
+        for result in [a, b] {
+            if let Err(e) = result {
+                tracing::error!(error = %e, "janitor task stopped");
+            }
+        }
+    }))
+}

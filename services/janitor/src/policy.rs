@@ -8,6 +8,10 @@ use chrono::{DateTime, Duration, Utc};
 /// The thresholds of a run (ARCHITECTURE.md, "Defaults").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Policy {
+    /// Idle time (since the last touch, and since the last decay) before a
+    /// run decays a memory at all: one run interval, so a memory in use is
+    /// left alone and weekly runs decay each idle week once.
+    pub decay_after: Duration,
     /// Idle time that halves a memory's importance.
     pub decay_half_life: Duration,
     /// Importance under which an idle memory is archived…
@@ -27,6 +31,7 @@ pub struct Policy {
 impl Default for Policy {
     fn default() -> Self {
         Self {
+            decay_after: Duration::days(7),
             decay_half_life: Duration::days(30),
             archive_below: 0.2,
             archive_idle: Duration::days(90),
@@ -110,7 +115,10 @@ pub fn decayed_importance(policy: &Policy, m: &MemoryState<'_>, now: DateTime<Ut
         .decayed_at
         .map_or(m.last_touch(), |d| d.max(m.last_touch()));
     let idle = now - since;
-    if idle <= Duration::zero() || policy.decay_half_life <= Duration::zero() {
+    if idle <= Duration::zero()
+        || idle < policy.decay_after
+        || policy.decay_half_life <= Duration::zero()
+    {
         return m.importance;
     }
     let halves = idle.num_seconds() as f64 / policy.decay_half_life.num_seconds() as f64;
@@ -189,9 +197,10 @@ mod tests {
             ..m.clone()
         };
         assert!((decayed_importance(&p, &mid, now()) - 0.4).abs() < 1e-4);
-        // Nothing decays on the day it was touched.
-        let fresh = memory("x", "fact", 0.5, 0);
+        // Nothing decays within a week of its last touch.
+        let fresh = memory("x", "fact", 0.5, 6);
         assert_eq!(decayed_importance(&p, &fresh, now()), 0.5);
+        assert!(decayed_importance(&p, &memory("x", "fact", 0.5, 7), now()) < 0.5);
     }
 
     #[test]

@@ -131,6 +131,11 @@ pub async fn candidates(
 }
 
 pub async fn insert(tx: &mut Tx<'_>, m: &NewMemory) -> Result<(), StoreError> {
+    insert_on(tx, m).await
+}
+
+/// [`insert`] on any connection (the janitor writes summaries inside its own transactions).
+pub async fn insert_on(conn: &mut sqlx::PgConnection, m: &NewMemory) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO memories (id, tenant, user_id, agent_id, session_id, kind, fact_type, content, content_key,
                                entities, importance, confidence, source_trust, status, occurred_at, valid_from,
@@ -159,7 +164,7 @@ pub async fn insert(tx: &mut Tx<'_>, m: &NewMemory) -> Result<(), StoreError> {
     .bind(&m.embedding_version)
     .bind(&m.embedding)
     .bind(terms::distinct_terms(&m.content))
-    .execute(&mut **tx)
+    .execute(conn)
     .await?;
     Ok(())
 }

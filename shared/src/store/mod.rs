@@ -4,6 +4,7 @@
 pub mod admin;
 mod db;
 pub mod keyword;
+pub mod maintenance;
 pub mod memories;
 pub mod recall;
 pub mod tenants;

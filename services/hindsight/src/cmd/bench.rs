@@ -336,6 +336,7 @@ async fn measure(
             anyhow::bail!("`bench ingest` measures embed and persist, end to end")
         }
         StageName::Gateway => anyhow::bail!("`bench recall` measures the gateway's recall"),
+        StageName::Janitor => anyhow::bail!("`bench janitor` measures a maintenance run"),
     };
     shutdown.cancel();
     filter.wait().await?;

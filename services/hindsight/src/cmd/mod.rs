@@ -3,6 +3,7 @@ pub mod bench_recall;
 pub mod dlq;
 pub mod eval;
 pub mod locomo_eval;
+pub mod maintenance;
 pub mod mcp;
 pub mod publish;
 pub mod recall;

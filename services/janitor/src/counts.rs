@@ -1,0 +1,75 @@
+//! What a run did, per step: recorded on its `maintenance_runs` row, printed
+//! by `hindsight maintenance run`, published on `<ns>.events.maintenance`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Memories changed by each step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepCounts {
+    /// Importance lowered by decay.
+    pub decayed: u64,
+    /// Folded into a near-identical memory (cosine ≥ 0.95) and archived.
+    pub merged: u64,
+    /// Memories that absorbed merged ones.
+    pub merge_survivors: u64,
+    /// Archived for low importance and long idleness.
+    pub archived: u64,
+    /// Old episodes folded into summaries and archived.
+    pub consolidated: u64,
+    /// Semantic summaries written.
+    pub summaries: u64,
+    /// Exported and deleted after the retention period.
+    pub purged: u64,
+}
+
+impl StepCounts {
+    pub fn add(&mut self, other: &StepCounts) {
+        self.decayed += other.decayed;
+        self.merged += other.merged;
+        self.merge_survivors += other.merge_survivors;
+        self.archived += other.archived;
+        self.consolidated += other.consolidated;
+        self.summaries += other.summaries;
+        self.purged += other.purged;
+    }
+}
+
+/// A run's counts: in total, per tenant, and what it observed beside memory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    #[serde(flatten)]
+    pub total: StepCounts,
+    #[serde(default)]
+    pub by_tenant: BTreeMap<String, StepCounts>,
+    /// Working-memory keys that expired (TTL) since the previous run; absent
+    /// when the run had no NATS connection to ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_working_keys: Option<u64>,
+    /// Seconds each step took (in this attempt, for a resumed run).
+    #[serde(default)]
+    pub seconds: BTreeMap<String, f64>,
+}
+
+impl Counts {
+    /// Adds one tenant's changes.
+    pub fn record(&mut self, tenant: &str, change: impl FnOnce(&mut StepCounts)) {
+        let mut one = StepCounts::default();
+        change(&mut one);
+        self.total.add(&one);
+        self.by_tenant
+            .entry(tenant.to_string())
+            .or_default()
+            .add(&one);
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// Counts as recorded on a run row (a resumed run carries them on).
+    pub fn from_json(value: &serde_json::Value) -> Self {
+        serde_json::from_value(value.clone()).unwrap_or_default()
+    }
+}

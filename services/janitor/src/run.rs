@@ -1,0 +1,713 @@
+//! One maintenance run: decay, merge, archive, consolidate, purge, in that
+//! order, over every tenant (or one).
+//!
+//! Exactly one run executes at a time (the Postgres advisory lock of
+//! [`Store::try_lock_janitor`]). A real run commits in chunks, each chunk's
+//! changes together with its audit events and the run's counts so far, so a
+//! run that dies midway is resumed by the next one — same id, same clock —
+//! and ends where an uninterrupted run would have. A dry run executes the
+//! very same statements inside one transaction and rolls it back: its counts
+//! are the real run's by construction, and nothing changes (it holds the row
+//! locks of what it touched until it ends).
+
+use std::{path::PathBuf, time::Instant};
+
+use chrono::{DateTime, Utc};
+use hindsight_shared::{
+    Namespace,
+    store::{
+        Store, StoreError,
+        maintenance::{
+            runs::{NewRun, RunRow},
+            steps::{self, Archive, Decay, Survivor},
+        },
+    },
+};
+use serde::{Deserialize, Serialize};
+use sqlx::{Connection, PgConnection};
+use uuid::Uuid;
+
+use crate::{
+    consolidate,
+    counts::Counts,
+    export::Export,
+    policy::{self, MemoryState, Policy},
+    similarity,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum JanitorError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("cannot write the purge export {path}: {reason}")]
+    Export { path: PathBuf, reason: String },
+    /// Test hook: the run stopped as if its process had been killed.
+    #[error("run {0} stopped midway (simulated crash)")]
+    Crashed(Uuid),
+    #[error("no maintenance run {0}")]
+    NoSuchRun(Uuid),
+    #[error("run {id} cannot be restored: {reason}")]
+    NotRestorable { id: Uuid, reason: String },
+    #[error("another maintenance run is executing; try again when it ends")]
+    Busy,
+}
+
+/// Why a run starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trigger {
+    /// The cron schedule fired.
+    Schedule,
+    /// A scheduled run was missed while no janitor was up.
+    Startup,
+    /// `hindsight maintenance run`.
+    Manual,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Schedule => "schedule",
+            Trigger::Startup => "startup",
+            Trigger::Manual => "manual",
+        }
+    }
+}
+
+/// A run to execute.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub dry_run: bool,
+    /// Only this tenant's memories; `None`: every tenant.
+    pub tenant: Option<String>,
+    /// The run's clock; `None`: now. Tests backdate memories relative to it.
+    pub as_of: Option<DateTime<Utc>>,
+    pub trigger: Trigger,
+    /// The schedule slot served: at most one real run per slot.
+    pub scheduled_for: Option<DateTime<Utc>>,
+}
+
+impl RunRequest {
+    pub fn manual(dry_run: bool) -> Self {
+        Self {
+            dry_run,
+            tenant: None,
+            as_of: None,
+            trigger: Trigger::Manual,
+            scheduled_for: None,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunReport {
+    pub id: Uuid,
+    pub dry_run: bool,
+    pub tenant: Option<String>,
+    pub trigger: String,
+    pub as_of: DateTime<Utc>,
+    pub scheduled_for: Option<DateTime<Utc>>,
+    /// A run interrupted earlier and finished by this one.
+    pub resumed: bool,
+    pub status: String,
+    pub counts: Counts,
+    pub errors: Vec<String>,
+    pub seconds: f64,
+    /// Transactions committed (by this attempt, for a resumed run).
+    pub chunks: usize,
+}
+
+/// The result of asking for a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    Ran(Box<RunReport>),
+    /// Another janitor is executing a run.
+    Busy,
+    /// The schedule slot already has its run (another janitor served it).
+    AlreadyServed {
+        scheduled_for: DateTime<Utc>,
+    },
+}
+
+/// Rows read and written per chunk (one transaction each in a real run).
+pub const CHUNK: i64 = 5000;
+
+/// Runs maintenance against one database.
+#[derive(Clone)]
+pub struct Janitor {
+    pub(crate) store: Store,
+    policy: Policy,
+    exports: PathBuf,
+    host: String,
+    chunk: i64,
+    pub(crate) bus: Option<(
+        async_nats::Client,
+        async_nats::jetstream::Context,
+        Namespace,
+    )>,
+    working_ttl: std::time::Duration,
+    crash_after_chunks: Option<usize>,
+}
+
+impl Janitor {
+    /// A janitor writing purge exports under `data_dir/exports`.
+    pub fn new(store: Store, policy: Policy, data_dir: &std::path::Path) -> Self {
+        Self {
+            store,
+            policy,
+            exports: data_dir.join("exports"),
+            host: std::env::var("HOSTNAME")
+                .unwrap_or_else(|_| format!("pid-{}", std::process::id())),
+            chunk: CHUNK,
+            bus: None,
+            working_ttl: std::time::Duration::from_secs(3600),
+            crash_after_chunks: None,
+        }
+    }
+
+    /// Publishes run summaries on `<ns>.events.maintenance` and counts
+    /// expired working-memory keys through this connection.
+    pub fn with_bus(
+        mut self,
+        client: async_nats::Client,
+        js: async_nats::jetstream::Context,
+        ns: Namespace,
+        working_ttl: std::time::Duration,
+    ) -> Self {
+        self.bus = Some((client, js, ns));
+        self.working_ttl = working_ttl;
+        self
+    }
+
+    /// Rows per chunk (tests use small chunks to stop a run midway).
+    pub fn with_chunk(mut self, rows: i64) -> Self {
+        self.chunk = rows.max(1);
+        self
+    }
+
+    /// Test hook: stop (as if killed) right after this many chunks committed.
+    pub fn crash_after_chunks(mut self, chunks: usize) -> Self {
+        self.crash_after_chunks = Some(chunks);
+        self
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Executes a run if no other is executing. A real run first resumes a
+    /// run a dead janitor left unfinished.
+    pub async fn run(&self, request: RunRequest) -> Result<Outcome, JanitorError> {
+        let Some(lock) = self.store.try_lock_janitor().await? else {
+            return Ok(Outcome::Busy);
+        };
+        let outcome = self.run_locked(request).await;
+        if let Err(e) = lock.release().await {
+            tracing::warn!(error = %e, "releasing the janitor lock (it goes with its connection)");
+        }
+        outcome
+    }
+
+    async fn run_locked(&self, request: RunRequest) -> Result<Outcome, JanitorError> {
+        self.store.abandon_dry_runs().await?;
+        if !request.dry_run
+            && let Some(row) = self.store.interrupted_run().await?
+        {
+            tracing::warn!(run = %row.id, as_of = %row.as_of, "resuming a run left unfinished");
+            let report = self.execute(&row, true).await?;
+            let same_slot =
+                request.scheduled_for.is_none() || request.scheduled_for == row.scheduled_for;
+            if same_slot {
+                return Ok(Outcome::Ran(Box::new(report)));
+            }
+        }
+        if let (Some(slot), false) = (request.scheduled_for, request.dry_run)
+            && self.store.slot_served(slot).await?
+        {
+            return Ok(Outcome::AlreadyServed {
+                scheduled_for: slot,
+            });
+        }
+        let id = Uuid::new_v4();
+        let as_of = request.as_of.unwrap_or_else(Utc::now);
+        let inserted = self
+            .store
+            .insert_run(&NewRun {
+                id,
+                tenant: request.tenant.as_deref(),
+                as_of,
+                scheduled_for: request.scheduled_for,
+                trigger: request.trigger.as_str(),
+                dry_run: request.dry_run,
+                host: &self.host,
+            })
+            .await?;
+        if !inserted {
+            return Ok(Outcome::AlreadyServed {
+                scheduled_for: request.scheduled_for.unwrap_or(as_of),
+            });
+        }
+        let row = self
+            .store
+            .run_row(id)
+            .await?
+            .ok_or(JanitorError::NoSuchRun(id))?;
+        Ok(Outcome::Ran(Box::new(self.execute(&row, false).await?)))
+    }
+
+    /// Executes (or resumes) the run of `row`, then records and publishes its end.
+    async fn execute(&self, row: &RunRow, resumed: bool) -> Result<RunReport, JanitorError> {
+        let started = Instant::now();
+        let mut exec = Exec {
+            janitor: self,
+            id: row.id,
+            as_of: row.as_of,
+            tenant: row.tenant.clone(),
+            dry_run: row.dry_run,
+            counts: Counts::from_json(&row.counts),
+            chunks: 0,
+            export: Export::new(&self.exports, row.id),
+        };
+        exec.counts.seconds.clear();
+        let mut conn = self.store.dedicated_connection().await?;
+        let result = if row.dry_run {
+            let mut outer = conn.begin().await?;
+            let result = exec.steps(&mut outer).await;
+            outer.rollback().await?;
+            result
+        } else {
+            exec.steps(&mut conn).await
+        };
+        let mut errors = Vec::new();
+        let status = match result {
+            Ok(()) => "finished",
+            Err(JanitorError::Crashed(id)) => return Err(JanitorError::Crashed(id)),
+            Err(e) => {
+                tracing::error!(run = %row.id, error = %e, "maintenance run failed");
+                errors.push(e.to_string());
+                "failed"
+            }
+        };
+        exec.counts.expired_working_keys = self.expired_working_keys(row.as_of).await;
+        let mut counts = exec.counts;
+        counts
+            .seconds
+            .insert("total".into(), started.elapsed().as_secs_f64());
+        self.store
+            .finish_run(
+                row.id,
+                status,
+                &counts.to_json(),
+                &serde_json::to_value(&errors).unwrap_or_default(),
+            )
+            .await?;
+        let report = RunReport {
+            id: row.id,
+            dry_run: row.dry_run,
+            tenant: row.tenant.clone(),
+            trigger: row.trigger.clone(),
+            as_of: row.as_of,
+            scheduled_for: row.scheduled_for,
+            resumed,
+            status: status.to_string(),
+            counts,
+            errors,
+            seconds: started.elapsed().as_secs_f64(),
+            chunks: exec.chunks,
+        };
+        crate::metrics::run_finished(&report);
+        self.publish(&report).await;
+        Ok(report)
+    }
+
+    /// Keys of working memory that expired between the previous run and this one.
+    async fn expired_working_keys(&self, as_of: DateTime<Utc>) -> Option<u64> {
+        let (_, js, ns) = self.bus.as_ref()?;
+        let since = match self.store.previous_run_as_of(as_of).await {
+            Ok(Some(t)) => t,
+            Ok(None) => as_of - chrono::Duration::days(7),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the previous run");
+                return None;
+            }
+        };
+        match hindsight_recall::working_expiry::expired_keys(js, ns, self.working_ttl, since, as_of)
+            .await
+        {
+            Ok(n) => Some(n),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot count expired working-memory keys");
+                None
+            }
+        }
+    }
+
+    async fn publish(&self, report: &RunReport) {
+        let Some((client, _, ns)) = &self.bus else {
+            return;
+        };
+        let subject = ns.absolute("events.maintenance");
+        match serde_json::to_vec(report) {
+            Ok(body) => {
+                if let Err(e) = client.publish(subject, body.into()).await {
+                    tracing::warn!(error = %e, "cannot publish the maintenance summary");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot encode the maintenance summary"),
+        }
+    }
+}
+
+/// The state of one executing run.
+struct Exec<'a> {
+    janitor: &'a Janitor,
+    id: Uuid,
+    as_of: DateTime<Utc>,
+    tenant: Option<String>,
+    dry_run: bool,
+    counts: Counts,
+    chunks: usize,
+    export: Export,
+}
+
+fn state(r: &steps::StateRow) -> MemoryState<'_> {
+    MemoryState {
+        fact_type: &r.fact_type,
+        kind: &r.kind,
+        status: &r.status,
+        content: &r.content,
+        importance: r.importance,
+        access_count: r.access_count,
+        created_at: r.created_at,
+        last_accessed_at: r.last_accessed_at,
+        decayed_at: r.decayed_at,
+        archived_at: r.archived_at,
+    }
+}
+
+impl Exec<'_> {
+    fn policy(&self) -> &Policy {
+        &self.janitor.policy
+    }
+
+    async fn steps(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+        let t = Instant::now();
+        self.decay(conn).await?;
+        self.step_done("decay", t);
+        let t = Instant::now();
+        self.merge(conn).await?;
+        self.step_done("merge", t);
+        let t = Instant::now();
+        self.archive(conn).await?;
+        self.step_done("archive", t);
+        let t = Instant::now();
+        self.consolidate(conn).await?;
+        self.step_done("consolidate", t);
+        let t = Instant::now();
+        self.purge(conn).await?;
+        self.step_done("purge", t);
+        Ok(())
+    }
+
+    fn step_done(&mut self, step: &str, started: Instant) {
+        let seconds = started.elapsed().as_secs_f64();
+        tracing::info!(run = %self.id, step, seconds, dry_run = self.dry_run, "maintenance step done");
+        self.counts.seconds.insert(step.into(), seconds);
+    }
+
+    /// Ends a chunk: its counts are saved in its transaction, then it commits.
+    async fn commit(
+        &mut self,
+        mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
+    ) -> Result<(), JanitorError> {
+        Store::save_run_counts(&mut tx, self.id, &self.counts.to_json()).await?;
+        tx.commit().await?;
+        self.chunks += 1;
+        if self.janitor.crash_after_chunks == Some(self.chunks) {
+            return Err(JanitorError::Crashed(self.id));
+        }
+        Ok(())
+    }
+
+    async fn decay(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+        let stale_before = self.as_of - self.policy().decay_after;
+        let mut after = None;
+        loop {
+            let page = steps::decay_candidates(
+                conn,
+                self.tenant.as_deref(),
+                stale_before,
+                after,
+                self.janitor.chunk,
+            )
+            .await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.id);
+            let decays: Vec<Decay> = page
+                .iter()
+                .filter_map(|r| {
+                    let importance =
+                        policy::decayed_importance(self.policy(), &state(r), self.as_of);
+                    (importance != r.importance).then(|| Decay {
+                        id: r.id,
+                        tenant: r.tenant.clone(),
+                        importance,
+                        before_importance: r.importance,
+                        before_decayed_at: r.decayed_at,
+                    })
+                })
+                .collect();
+            if decays.is_empty() {
+                continue;
+            }
+            let mut tx = conn.begin().await?;
+            steps::apply_decay(&mut tx, self.id, self.as_of, &decays).await?;
+            for d in &decays {
+                self.counts.record(&d.tenant, |c| c.decayed += 1);
+            }
+            self.commit(tx).await?;
+        }
+        Ok(())
+    }
+
+    async fn merge(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+        let groups = steps::merge_groups(conn, self.tenant.as_deref()).await?;
+        let mut survivors: Vec<Survivor> = Vec::new();
+        let mut folded: Vec<Archive> = Vec::new();
+        for group in groups {
+            let rows = steps::merge_rows(conn, &group).await?;
+            let vectors: Vec<&[f32]> = rows.iter().map(|r| r.embedding.as_slice()).collect();
+            let pairs = similarity::near_pairs(&vectors, MERGE_COSINE);
+            for component in similarity::components(rows.len(), &pairs) {
+                let members: Vec<&steps::VectorRow> = component.iter().map(|&i| &rows[i]).collect();
+                let survivor = most_specific(&members);
+                let others: Vec<&&steps::VectorRow> =
+                    members.iter().filter(|m| m.id != survivor.id).collect();
+                survivors.push(Survivor {
+                    id: survivor.id,
+                    tenant: survivor.tenant.clone(),
+                    merged: others.iter().map(|m| m.id).collect(),
+                    importance: members.iter().map(|m| m.importance).fold(0.0, f32::max),
+                    access_count: members.iter().map(|m| m.access_count).sum(),
+                    last_accessed_at: members.iter().filter_map(|m| m.last_accessed_at).max(),
+                    before_importance: survivor.importance,
+                    before_access_count: survivor.access_count,
+                    before_last_accessed_at: survivor.last_accessed_at,
+                    before_updated_at: survivor.updated_at,
+                });
+                folded.extend(others.iter().map(|m| Archive {
+                    id: m.id,
+                    tenant: m.tenant.clone(),
+                    into: Some(survivor.id),
+                    before_status: "active".into(),
+                    before_archived_at: None,
+                    before_updated_at: m.updated_at,
+                }));
+            }
+            if folded.len() as i64 >= self.janitor.chunk {
+                self.commit_merges(conn, &mut survivors, &mut folded)
+                    .await?;
+            }
+        }
+        self.commit_merges(conn, &mut survivors, &mut folded).await
+    }
+
+    async fn commit_merges(
+        &mut self,
+        conn: &mut PgConnection,
+        survivors: &mut Vec<Survivor>,
+        folded: &mut Vec<Archive>,
+    ) -> Result<(), JanitorError> {
+        if folded.is_empty() {
+            return Ok(());
+        }
+        let mut tx = conn.begin().await?;
+        steps::apply_survivors(&mut tx, self.id, survivors).await?;
+        steps::apply_archive(&mut tx, self.id, self.as_of, "merge", folded).await?;
+        for s in survivors.iter() {
+            self.counts.record(&s.tenant, |c| c.merge_survivors += 1);
+        }
+        for f in folded.iter() {
+            self.counts.record(&f.tenant, |c| c.merged += 1);
+        }
+        self.commit(tx).await?;
+        survivors.clear();
+        folded.clear();
+        Ok(())
+    }
+
+    async fn archive(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+        let idle_before = self.as_of - self.policy().archive_idle;
+        let mut after = None;
+        loop {
+            let page = steps::archive_candidates(
+                conn,
+                self.tenant.as_deref(),
+                idle_before,
+                after,
+                self.janitor.chunk,
+            )
+            .await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.id);
+            let archived: Vec<Archive> = page
+                .iter()
+                .filter(|r| policy::archives(self.policy(), &state(r), r.importance, self.as_of))
+                .map(|r| Archive {
+                    id: r.id,
+                    tenant: r.tenant.clone(),
+                    into: None,
+                    before_status: r.status.clone(),
+                    before_archived_at: r.archived_at,
+                    before_updated_at: r.updated_at,
+                })
+                .collect();
+            if archived.is_empty() {
+                continue;
+            }
+            let mut tx = conn.begin().await?;
+            steps::apply_archive(&mut tx, self.id, self.as_of, "archive", &archived).await?;
+            for a in &archived {
+                self.counts.record(&a.tenant, |c| c.archived += 1);
+            }
+            self.commit(tx).await?;
+        }
+        Ok(())
+    }
+
+    async fn consolidate(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+        let created_before = self.as_of - self.policy().consolidate_age;
+        let max_accesses = self.policy().consolidate_max_accesses;
+        let groups =
+            steps::consolidate_groups(conn, self.tenant.as_deref(), created_before, max_accesses)
+                .await?;
+        for group in groups {
+            let rows = steps::consolidate_rows(conn, &group, created_before, max_accesses).await?;
+            // The policy is the judge; the query only narrows the read.
+            let rows: Vec<steps::VectorRow> = rows
+                .into_iter()
+                .filter(|r| {
+                    let m = MemoryState {
+                        fact_type: &r.fact_type,
+                        kind: "episodic",
+                        status: "active",
+                        content: &r.content,
+                        importance: r.importance,
+                        access_count: r.access_count,
+                        created_at: r.created_at,
+                        last_accessed_at: r.last_accessed_at,
+                        decayed_at: None,
+                        archived_at: None,
+                    };
+                    policy::consolidates(self.policy(), &m, self.as_of)
+                })
+                .collect();
+            let summaries = consolidate::summarise(&rows);
+            if summaries.is_empty() {
+                continue;
+            }
+            let by_id: std::collections::HashMap<Uuid, &steps::VectorRow> =
+                rows.iter().map(|r| (r.id, r)).collect();
+            for batch in summaries.chunks(self.janitor.chunk.max(1) as usize / 8 + 1) {
+                let folded: Vec<Archive> = batch
+                    .iter()
+                    .flat_map(|s| {
+                        s.originals
+                            .iter()
+                            .filter_map(|id| by_id.get(id))
+                            .map(|r| Archive {
+                                id: r.id,
+                                tenant: r.tenant.clone(),
+                                into: Some(s.memory.id),
+                                before_status: "active".into(),
+                                before_archived_at: None,
+                                before_updated_at: r.updated_at,
+                            })
+                    })
+                    .collect();
+                let written: Vec<_> = batch
+                    .iter()
+                    .map(|s| (s.memory.clone(), s.originals.clone()))
+                    .collect();
+                let mut tx = conn.begin().await?;
+                steps::insert_summaries(&mut tx, self.id, self.as_of, &written).await?;
+                steps::apply_archive(&mut tx, self.id, self.as_of, "consolidate", &folded).await?;
+                for s in batch {
+                    self.counts.record(&s.memory.tenant, |c| c.summaries += 1);
+                }
+                for f in &folded {
+                    self.counts.record(&f.tenant, |c| c.consolidated += 1);
+                }
+                self.commit(tx).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn purge(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+        let archived_before = self.as_of - self.policy().retention;
+        loop {
+            let page = steps::purge_candidates(
+                conn,
+                self.tenant.as_deref(),
+                archived_before,
+                self.janitor.chunk,
+            )
+            .await?;
+            let purged: Vec<(Uuid, String)> = page
+                .iter()
+                .filter(|r| policy::purges(self.policy(), &state(r), self.as_of))
+                .map(|r| (r.id, r.tenant.clone()))
+                .collect();
+            if purged.is_empty() {
+                break;
+            }
+            let ids: Vec<Uuid> = purged.iter().map(|p| p.0).collect();
+            // Exported (and synced to disk) before anything is deleted; a dry
+            // run writes no export.
+            if !self.dry_run {
+                let rows = steps::export_rows(conn, &ids).await?;
+                self.export.append(&rows).await?;
+            }
+            let mut tx = conn.begin().await?;
+            steps::apply_purge(&mut tx, self.id, &purged, &self.export.name()).await?;
+            for (_, tenant) in &purged {
+                self.counts.record(tenant, |c| c.purged += 1);
+            }
+            self.commit(tx).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Cosine at or above which two memories of one user and model merge.
+pub const MERGE_COSINE: f32 = 0.95;
+
+/// The member whose content is kept: the one naming the most entities, then
+/// the longest, then the most important, then the oldest.
+fn most_specific<'a>(members: &[&'a steps::VectorRow]) -> &'a steps::VectorRow {
+    let mut best = members[0];
+    for &m in &members[1..] {
+        let key = |r: &steps::VectorRow| {
+            (
+                r.entities.len(),
+                r.content.chars().count(),
+                (r.importance * 1000.0) as i64,
+                std::cmp::Reverse(r.created_at),
+                std::cmp::Reverse(r.id),
+            )
+        };
+        if key(m) > key(best) {
+            best = m;
+        }
+    }
+    best
+}

@@ -1,0 +1,140 @@
+//! Memories written straight into Postgres, backdated and with chosen
+//! vectors, for tests of what the janitor does with them.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// One memory to write; [`Seed::new`] gives an active semantic fact created at `at`.
+#[derive(Debug, Clone)]
+pub struct Seed {
+    pub id: Uuid,
+    pub tenant: String,
+    pub user_id: String,
+    pub kind: &'static str,
+    pub fact_type: &'static str,
+    pub content: String,
+    pub entities: Vec<String>,
+    pub importance: f32,
+    pub status: &'static str,
+    pub created_at: DateTime<Utc>,
+    pub last_accessed_at: Option<DateTime<Utc>>,
+    pub access_count: i32,
+    pub archived_at: Option<DateTime<Utc>>,
+    pub embedding: Vec<f32>,
+    /// Provenance rows (fact ids); turn ids are derived from them.
+    pub facts: Vec<String>,
+}
+
+impl Seed {
+    pub fn new(tenant: &str, user: &str, content: &str, created_at: DateTime<Utc>) -> Self {
+        Self {
+            id: Uuid::new_v4(),
+            tenant: tenant.into(),
+            user_id: user.into(),
+            kind: "semantic",
+            fact_type: "fact",
+            content: content.into(),
+            entities: Vec::new(),
+            importance: 0.5,
+            status: "active",
+            created_at,
+            last_accessed_at: None,
+            access_count: 0,
+            archived_at: None,
+            embedding: basis(0),
+            facts: vec![format!("fact-{}", Uuid::new_v4())],
+        }
+    }
+
+    /// Created `days` before `now`.
+    pub fn aged(tenant: &str, user: &str, content: &str, now: DateTime<Utc>, days: i64) -> Self {
+        Self::new(tenant, user, content, now - Duration::days(days))
+    }
+
+    pub async fn write(&self, pool: &PgPool) -> Uuid {
+        sqlx::query(
+            "INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, entities,
+                                   importance, confidence, source_trust, status, created_at, updated_at,
+                                   last_accessed_at, access_count, archived_at, embedding_model,
+                                   embedding_version, embedding, terms, index_state)
+             VALUES ($1, $2, $3, $4, $5, $6, lower($6), $7, $8, 0.9, 'high', $9, $10, $10, $11, $12, $13,
+                     'test-model', '1', $14, '{}', 'indexed')",
+        )
+        .bind(self.id)
+        .bind(&self.tenant)
+        .bind(&self.user_id)
+        .bind(self.kind)
+        .bind(self.fact_type)
+        .bind(&self.content)
+        .bind(&self.entities)
+        .bind(self.importance)
+        .bind(self.status)
+        .bind(self.created_at)
+        .bind(self.last_accessed_at)
+        .bind(self.access_count)
+        .bind(self.archived_at)
+        .bind(&self.embedding)
+        .execute(pool)
+        .await
+        .expect("memory written");
+        for fact in &self.facts {
+            sqlx::query(
+                "INSERT INTO memory_sources (memory_id, fact_id, tenant, turn_id) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(self.id)
+            .bind(fact)
+            .bind(&self.tenant)
+            .bind(format!("turn-of-{fact}"))
+            .execute(pool)
+            .await
+            .expect("provenance written");
+        }
+        self.id
+    }
+}
+
+/// A unit vector along axis `i` of 8 dimensions.
+pub fn basis(i: usize) -> Vec<f32> {
+    let mut v = vec![0.0; 8];
+    v[i % 8] = 1.0;
+    v
+}
+
+/// A unit vector at cosine `cos` from `basis(i)`, leaning towards `basis(j)`.
+pub fn near(i: usize, j: usize, cos: f32) -> Vec<f32> {
+    let mut v = vec![0.0; 8];
+    v[i % 8] = cos;
+    v[j % 8] = (1.0 - cos * cos).sqrt();
+    v
+}
+
+/// Every memory row as JSON (keyed and sorted by id), without the columns
+/// that only track index synchronisation.
+pub async fn memories(pool: &PgPool) -> Vec<Value> {
+    sqlx::query_scalar("SELECT to_jsonb(m) - 'index_state' FROM memories m ORDER BY id")
+        .fetch_all(pool)
+        .await
+        .expect("memories read")
+}
+
+/// Every provenance row as JSON, sorted.
+pub async fn sources(pool: &PgPool) -> Vec<Value> {
+    sqlx::query_scalar(
+        "SELECT jsonb_build_object('memory_id', memory_id, 'fact_id', fact_id, 'turn_id', turn_id)
+         FROM memory_sources ORDER BY fact_id",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("sources read")
+}
+
+/// One memory row as JSON.
+pub async fn memory(pool: &PgPool, id: Uuid) -> Option<Value> {
+    sqlx::query_scalar("SELECT to_jsonb(m) - 'index_state' FROM memories m WHERE id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+        .expect("memory read")
+}
