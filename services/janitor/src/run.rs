@@ -183,6 +183,12 @@ impl Janitor {
         self
     }
 
+    /// The name recorded on its runs (default: `HOSTNAME`, else the process id).
+    pub fn with_host(mut self, host: &str) -> Self {
+        self.host = host.to_string();
+        self
+    }
+
     /// Rows per chunk (tests use small chunks to stop a run midway).
     pub fn with_chunk(mut self, rows: i64) -> Self {
         self.chunk = rows.max(1);
