@@ -540,11 +540,7 @@ async fn a_run_killed_midway_and_rerun_ends_where_an_uninterrupted_run_does() {
             rerun.counts.total, whole.counts.total,
             "killed after {crash_after}"
         );
-        assert_eq!(
-            state(&d.ctx.store.pool).await,
-            expected,
-            "killed after {crash_after}"
-        );
+        same_state(&state(&d.ctx.store.pool).await, &expected, crash_after);
         d.remove().await;
     }
     original.remove().await;
@@ -558,4 +554,63 @@ fn the_policy_defaults_are_the_documented_ones() {
     assert_eq!(p.archive_below, 0.2);
     assert_eq!(p.archive_idle, Duration::days(90));
     assert_eq!(p.retention, Duration::days(30));
+}
+
+#[tokio::test]
+async fn consolidation_writes_with_the_llm_and_keeps_the_rules_when_it_fails() {
+    use hindsight_tests::fake_llm::{FakeLlm, Reply};
+    let llm = FakeLlm::start(|_, request| {
+        if request.to_string().contains("Oslo") {
+            Reply::Content(
+                "In May 2026 Li travelled to Oslo, met Erik there and left by train.".into(),
+            )
+        } else {
+            Reply::Status(500, None)
+        }
+    })
+    .await;
+    let base_url = llm.base_url();
+    let d = Deployment::new("janitor-llm", |c| {
+        c.llm.base_url = Some(base_url);
+        c.llm.retry_budget = StdDuration::from_millis(300);
+        c.llm.timeout = StdDuration::from_secs(2);
+    })
+    .await;
+    let pool = d.ctx.store.pool.clone();
+    let t = now();
+    for (i, (text, place)) in [
+        ("Li flew to Oslo", "Oslo"),
+        ("Li met Erik in Oslo", "Oslo"),
+        ("Li ate at a bakery in Bergen", "Bergen"),
+        ("Li hiked above Bergen", "Bergen"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut e = Seed::aged("acme", "li", text, t, 200 + i as i64);
+        e.kind = "episodic";
+        e.fact_type = "event";
+        e.entities = vec![place.into()];
+        e.importance = 0.6;
+        e.last_accessed_at = Some(t - Duration::days(3));
+        e.embedding = basis(i);
+        e.write(&pool).await;
+    }
+    let run = ran(&janitor(&d), request(false)).await;
+    assert_eq!(run.counts.total.summaries, 2);
+    assert_eq!(run.counts.llm_summaries, 1, "calls: {:?}", llm.requests());
+    let summaries: Vec<String> = sqlx::query_scalar(
+        "SELECT content FROM memories WHERE kind = 'semantic' AND status = 'active' ORDER BY content",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("summaries");
+    assert_eq!(
+        summaries,
+        [
+            "Bergen — 2 earlier episodes, 2026-05-17 to 2026-05-18: Li hiked above Bergen; Li ate at a bakery in Bergen.",
+            "In May 2026 Li travelled to Oslo, met Erik there and left by train.",
+        ]
+    );
+    d.remove().await;
 }

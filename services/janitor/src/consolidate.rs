@@ -2,7 +2,9 @@
 //! are grouped by topic (their first named entity, else their fact type) and
 //! each group of two or more becomes one or more summaries that keep every
 //! original sentence, with the dates they span. The summary's vector is the
-//! normalised mean of the originals' (no model is needed to write it).
+//! normalised mean of the originals' (no model is needed to write it). With an
+//! LLM configured, the run asks it for the summary's text instead
+//! ([`Summary::rewrite`]), keeping these words when it cannot answer.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +22,17 @@ pub const SUMMARY_CHARS: usize = 800;
 pub struct Summary {
     pub memory: NewMemory,
     pub originals: Vec<Uuid>,
+    pub topic: String,
+    /// The episodes, dated ("2026-05-18: Li flew to Oslo"), for an LLM to summarise.
+    pub episodes: Vec<String>,
+}
+
+impl Summary {
+    /// Replaces the rules' text with another (an LLM's).
+    pub fn rewrite(&mut self, content: String) {
+        self.memory.content_key = dedupe::content_key(&content);
+        self.memory.content = content;
+    }
 }
 
 /// The topic an episode is filed under.
@@ -141,7 +154,15 @@ fn summary(topic: &str, episodes: &[&VectorRow]) -> Summary {
         embedding_version: first.embedding_version.clone(),
         embedding: centroid(episodes),
     };
-    Summary { memory, originals }
+    Summary {
+        memory,
+        originals,
+        topic: topic.to_string(),
+        episodes: episodes
+            .iter()
+            .map(|r| format!("{}: {}", when(r).format("%Y-%m-%d"), sentence(r)))
+            .collect(),
+    }
 }
 
 /// A summary's id follows from what it folds, so a run that is interrupted

@@ -47,6 +47,10 @@ pub struct Counts {
     /// when the run had no NATS connection to ask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expired_working_keys: Option<u64>,
+    /// Summaries written by the LLM (the others keep the rules' text); a dry
+    /// run asks no LLM.
+    #[serde(default)]
+    pub llm_summaries: u64,
     /// Seconds each step took (in this attempt, for a resumed run).
     #[serde(default)]
     pub seconds: BTreeMap<String, f64>,

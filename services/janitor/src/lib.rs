@@ -51,9 +51,15 @@ pub fn working_ttl() -> Duration {
         .unwrap_or(Duration::from_secs(3600))
 }
 
-/// A janitor for this configuration, publishing on its NATS connection.
+/// A janitor for this configuration, publishing on its NATS connection, and
+/// writing summaries with the configured LLM (`HINDSIGHT_LLM_BASE_URL`) if any.
 pub fn janitor(config: &Config, store: Store, bus: Option<&hindsight_shared::bus::Bus>) -> Janitor {
-    let janitor = Janitor::new(store, policy(config), &config.data_dir);
+    let mut janitor = Janitor::new(store, policy(config), &config.data_dir);
+    match hindsight_extract::llm::LlmExtractor::from_config(&config.llm) {
+        Ok(Some(llm)) => janitor = janitor.with_llm(std::sync::Arc::new(llm)),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "consolidating with the rules"),
+    }
     match bus {
         Some(bus) => janitor.with_bus(
             bus.client.clone(),

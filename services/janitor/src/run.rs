@@ -150,6 +150,7 @@ pub struct Janitor {
         Namespace,
     )>,
     working_ttl: std::time::Duration,
+    llm: Option<std::sync::Arc<hindsight_extract::llm::LlmExtractor>>,
     crash_after_chunks: Option<usize>,
 }
 
@@ -165,6 +166,7 @@ impl Janitor {
             chunk: CHUNK,
             bus: None,
             working_ttl: std::time::Duration::from_secs(3600),
+            llm: None,
             crash_after_chunks: None,
         }
     }
@@ -180,6 +182,12 @@ impl Janitor {
     ) -> Self {
         self.bus = Some((client, js, ns));
         self.working_ttl = working_ttl;
+        self
+    }
+
+    /// Writes consolidated summaries with this LLM (rules when it cannot answer).
+    pub fn with_llm(mut self, llm: std::sync::Arc<hindsight_extract::llm::LlmExtractor>) -> Self {
+        self.llm = Some(llm);
         self
     }
 
@@ -616,10 +624,11 @@ impl Exec<'_> {
                     policy::consolidates(self.policy(), &m, self.as_of)
                 })
                 .collect();
-            let summaries = consolidate::summarise(&rows);
+            let mut summaries = consolidate::summarise(&rows);
             if summaries.is_empty() {
                 continue;
             }
+            self.write_with_llm(&mut summaries).await;
             let by_id: std::collections::HashMap<Uuid, &steps::VectorRow> =
                 rows.iter().map(|r| (r.id, r)).collect();
             for batch in summaries.chunks(self.janitor.chunk.max(1) as usize / 8 + 1) {
@@ -656,6 +665,28 @@ impl Exec<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Asks the LLM (when there is one, and not in a dry run) for each
+    /// summary's text; on failure the rules' text stays.
+    async fn write_with_llm(&mut self, summaries: &mut [consolidate::Summary]) {
+        let Some(llm) = self.janitor.llm.clone() else {
+            return;
+        };
+        if self.dry_run {
+            return;
+        }
+        for s in summaries.iter_mut() {
+            match llm.summarise(&s.memory.tenant, &s.topic, &s.episodes).await {
+                Ok(text) => {
+                    s.rewrite(text);
+                    self.counts.llm_summaries += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(tenant = %s.memory.tenant, topic = %s.topic, error = %e, "LLM summary unavailable: keeping the rules' summary")
+                }
+            }
+        }
     }
 
     async fn purge(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {

@@ -146,20 +146,73 @@ impl LlmExtractor {
 
     /// Extracts the facts of one turn, retrying transient failures within the budget.
     pub async fn extract(&self, kept: &KeptTurn) -> Result<Extraction, Unavailable> {
+        let tenant = kept.turn.tenant.as_str();
+        let text = self
+            .ask(tenant, true, |format| self.request(kept, format))
+            .await?;
+        Ok(match parse::parse_reply(&text) {
+            Ok(drafts) if drafts.is_empty() => {
+                Extraction::NoFacts("the model found nothing worth remembering".into())
+            }
+            Ok(drafts) => Extraction::Facts(drafts),
+            Err(e) => Extraction::NoFacts(format!("unusable model output: {e}")),
+        })
+    }
+
+    /// One short paragraph that says what a user's old episodes on one topic
+    /// amount to (the janitor's consolidation), in plain text.
+    pub async fn summarise(
+        &self,
+        tenant: &str,
+        topic: &str,
+        episodes: &[String],
+    ) -> Result<String, Unavailable> {
+        let user = prompt::summary_message(topic, episodes);
+        let text = self
+            .ask(tenant, false, |_| CreateChatCompletionRequest {
+                model: self.model.clone(),
+                messages: vec![
+                    ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage::from(
+                        prompt::SUMMARY_SYSTEM,
+                    )),
+                    ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage::from(
+                        user.as_str(),
+                    )),
+                ],
+                temperature: Some(0.0),
+                ..Default::default()
+            })
+            .await?;
+        let text = text.trim();
+        if text.is_empty() || text.chars().count() > prompt::SUMMARY_MAX_CHARS {
+            return Err(Unavailable {
+                reason: format!("unusable summary ({} characters)", text.chars().count()),
+            });
+        }
+        Ok(text.to_string())
+    }
+
+    /// Sends a request (in the remembered response format when `structured`),
+    /// retrying transient failures within the budget; the answer's text.
+    async fn ask(
+        &self,
+        tenant: &str,
+        structured: bool,
+        request: impl Fn(Format) -> CreateChatCompletionRequest,
+    ) -> Result<String, Unavailable> {
         let _permit = self.limiter.acquire().await.map_err(|e| Unavailable {
             reason: e.to_string(),
         })?;
-        let tenant = kept.turn.tenant.as_str();
         let policy = retry::policy(
             Duration::from_millis(250),
             Duration::from_secs(4),
             Some(self.retry_budget),
         );
         let started = Instant::now();
-        let result = backoff::future::retry(policy, || async {
+        backoff::future::retry(policy, || async {
             loop {
-                let format = self.format();
-                match self.call(kept, format, tenant).await {
+                let format = if structured { self.format() } else { Format::Text };
+                match self.call(request(format), tenant).await {
                     Ok(text) => return Ok(text),
                     Err(Failure::FormatRefused(reason)) if format != Format::Text => {
                         tracing::warn!(model = %self.model, ?format, %reason, "the LLM server refuses this response format; asking in the next");
@@ -179,22 +232,17 @@ impl LlmExtractor {
                 }
             }
         })
-        .await;
-        match result {
-            Ok(text) => Ok(match parse::parse_reply(&text) {
-                Ok(drafts) if drafts.is_empty() => {
-                    Extraction::NoFacts("the model found nothing worth remembering".into())
-                }
-                Ok(drafts) => Extraction::Facts(drafts),
-                Err(e) => Extraction::NoFacts(format!("unusable model output: {e}")),
-            }),
-            Err(reason) => Err(Unavailable { reason }),
-        }
+        .await
+        .map_err(|reason| Unavailable { reason })
     }
 
-    async fn call(&self, kept: &KeptTurn, format: Format, tenant: &str) -> Result<String, Failure> {
+    async fn call(
+        &self,
+        request: CreateChatCompletionRequest,
+        tenant: &str,
+    ) -> Result<String, Failure> {
         let started = Instant::now();
-        let result = self.client.chat().create(self.request(kept, format)).await;
+        let result = self.client.chat().create(request).await;
         let elapsed = started.elapsed();
         match result {
             Ok(response) => {
