@@ -324,7 +324,7 @@ async fn a_run_changes_exactly_the_eligible_the_dry_run_nothing_and_restore_undo
     assert_eq!(again.counts.total, StepCounts::default());
 
     // Restore: back to the prior state, row for row (the purged rows excepted).
-    let restored = j.restore(run.id).await.expect("restored");
+    let restored = j.restore(run.id, false).await.expect("restored");
     assert_eq!(restored.restored.purged, 2);
     assert_eq!(restored.restored.skipped, 0, "{:?}", restored.restored);
     let purged = [w.purge_archived.to_string(), w.purge_deleted.to_string()];
@@ -345,11 +345,16 @@ async fn a_run_changes_exactly_the_eligible_the_dry_run_nothing_and_restore_undo
         .collect();
     assert_eq!(seed::sources(&pool).await, expected_sources);
     assert!(matches!(
-        j.restore(run.id).await,
+        j.restore(run.id, false).await,
         Err(JanitorError::NotRestorable { .. })
     ));
+    // The purged memories come back from the export: the whole prior state.
+    let from_export = j.restore(run.id, true).await.expect("purges restored");
+    assert_eq!(from_export.restored.purged_restored, 2);
+    assert_eq!(seed::memories(&pool).await, before);
+    assert_eq!(seed::sources(&pool).await, sources_before);
     assert!(matches!(
-        j.restore(dry.id).await,
+        j.restore(dry.id, false).await,
         Err(JanitorError::NotRestorable { .. })
     ));
     d.remove().await;

@@ -33,6 +33,9 @@ pub struct RunAsk {
 #[serde(deny_unknown_fields)]
 pub struct RestoreAsk {
     pub run: Uuid,
+    /// Also write back the memories the run purged, from its export.
+    #[serde(default)]
+    pub purged: bool,
 }
 
 /// A janitor's answer: the outcome, or why there is none.
@@ -93,7 +96,7 @@ pub async fn serve(
                 tokio::spawn(async move {
                     let reply = match serde_json::from_slice::<RestoreAsk>(&msg.payload) {
                         Err(e) => Reply::Error { error: format!("invalid restore request: {e}") },
-                        Ok(ask) => match janitor.restore(ask.run).await {
+                        Ok(ask) => match janitor.restore(ask.run, ask.purged).await {
                             Ok(report) => Reply::Ok { ok: report },
                             Err(e) => Reply::Error { error: e.to_string() },
                         },
@@ -158,8 +161,8 @@ pub async fn ask_run(
 pub async fn ask_restore(
     client: &async_nats::Client,
     ns: &Namespace,
-    run: Uuid,
+    restore: &RestoreAsk,
     timeout: Duration,
 ) -> Result<Option<Result<RestoreReport, String>>, String> {
-    ask(client, restore_subject(ns), &RestoreAsk { run }, timeout).await
+    ask(client, restore_subject(ns), restore, timeout).await
 }

@@ -23,6 +23,10 @@ impl Export {
         }
     }
 
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     pub fn name(&self) -> String {
         self.path.display().to_string()
     }

@@ -14,19 +14,20 @@ pub struct RestoreReport {
 }
 
 impl Janitor {
-    /// Puts back what run `id` decayed, merged, archived or consolidated.
-    pub async fn restore(&self, id: Uuid) -> Result<RestoreReport, JanitorError> {
+    /// Puts back what run `id` decayed, merged, archived or consolidated;
+    /// with `purged`, also the memories it purged, from its export.
+    pub async fn restore(&self, id: Uuid, purged: bool) -> Result<RestoreReport, JanitorError> {
         let Some(lock) = self.store.try_lock_janitor().await? else {
             return Err(JanitorError::Busy);
         };
-        let result = self.restore_locked(id).await;
+        let result = self.restore_locked(id, purged).await;
         if let Err(e) = lock.release().await {
             tracing::warn!(error = %e, "releasing the janitor lock (it goes with its connection)");
         }
         result
     }
 
-    async fn restore_locked(&self, id: Uuid) -> Result<RestoreReport, JanitorError> {
+    async fn restore_locked(&self, id: Uuid, purged: bool) -> Result<RestoreReport, JanitorError> {
         let row = self
             .store
             .run_row(id)
@@ -36,10 +37,26 @@ impl Janitor {
         if row.dry_run {
             return refuse("it was a dry run: it changed nothing".into());
         }
-        if let Some(at) = row.restored_at {
+        // A restored run can still have its purges written back later.
+        if let (Some(at), false) = (row.restored_at, purged) {
             return refuse(format!("it was already restored at {at}"));
         }
-        let restored = self.store.restore_run(id, "janitor-restore").await?;
+        // Purged rows first: folded memories may point at them.
+        let exported = if purged {
+            self.exported(id).await?
+        } else {
+            Vec::new()
+        };
+        let purged_restored = self
+            .store
+            .reinsert_exported(id, &exported, "janitor-restore")
+            .await?;
+        let mut restored = if row.restored_at.is_some() {
+            Restored::default()
+        } else {
+            self.store.restore_run(id, "janitor-restore").await?
+        };
+        restored.purged_restored = purged_restored;
         tracing::info!(run = %id, ?restored, "maintenance run restored");
         let report = RestoreReport { run: id, restored };
         if let Some((client, _, ns)) = &self.bus
@@ -51,5 +68,31 @@ impl Janitor {
             tracing::warn!(error = %e, "cannot publish the restore summary");
         }
         Ok(report)
+    }
+
+    /// The rows run `id` exported before purging them (none if it purged nothing).
+    async fn exported(&self, id: Uuid) -> Result<Vec<serde_json::Value>, JanitorError> {
+        let path = crate::export::Export::new(&self.exports, id)
+            .path()
+            .to_path_buf();
+        let text = match tokio::fs::read_to_string(&path).await {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => {
+                return Err(JanitorError::Export {
+                    path,
+                    reason: e.to_string(),
+                });
+            }
+        };
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str(l).map_err(|e| JanitorError::Export {
+                    path: path.clone(),
+                    reason: format!("unreadable line: {e}"),
+                })
+            })
+            .collect()
     }
 }

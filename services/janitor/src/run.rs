@@ -141,7 +141,7 @@ pub const CHUNK: i64 = 5000;
 pub struct Janitor {
     pub(crate) store: Store,
     policy: Policy,
-    exports: PathBuf,
+    pub(crate) exports: PathBuf,
     host: String,
     chunk: i64,
     pub(crate) bus: Option<(

@@ -35,6 +35,10 @@ pub enum Command {
     /// purges are in its export under HINDSIGHT_DATA_DIR/exports/).
     Restore {
         run: Uuid,
+        /// Also write back the memories the run purged, from its export
+        /// (read by the janitor that ran it).
+        #[arg(long)]
+        purged: bool,
         #[arg(long)]
         json: bool,
     },
@@ -114,14 +118,15 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Restore { run, json } => {
+        Command::Restore { run, purged, json } => {
+            let ask = control::RestoreAsk { run, purged };
             let report = match remote(&bus, |c| {
-                control::ask_restore(c, &config.namespace, run, ASK_TIMEOUT)
+                control::ask_restore(c, &config.namespace, &ask, ASK_TIMEOUT)
             })
             .await?
             {
                 Some(answer) => answer.map_err(anyhow::Error::msg)?,
-                None => local(&config, &bus).await?.restore(run).await?,
+                None => local(&config, &bus).await?.restore(run, purged).await?,
             };
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -143,7 +148,17 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                     "  skipped              {} (changed since the run)",
                     r.skipped
                 );
-                println!("  purged, not restored {} (see the run's export)", r.purged);
+                if purged {
+                    println!(
+                        "  purged, written back {} of {}",
+                        r.purged_restored, r.purged
+                    );
+                } else {
+                    println!(
+                        "  purged, not restored {} (--purged writes them back from the run's export)",
+                        r.purged
+                    );
+                }
             }
         }
         Command::Runs { limit, json } => {

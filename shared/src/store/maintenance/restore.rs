@@ -26,12 +26,63 @@ pub struct Restored {
     pub skipped: u64,
     /// Memories the run purged: restorable from its export only.
     pub purged: u64,
+    /// Purged memories written back from the export (when asked for).
+    #[serde(default)]
+    pub purged_restored: u64,
 }
 
 const FOLDED: &str =
     "e.run_id = $1 AND e.event IN ('merge', 'consolidate') AND e.detail->>'role' = 'folded'";
 
 impl Store {
+    /// Writes back memories a purge exported (lines of its export), as they
+    /// were when purged, with their provenance; rows already present are left
+    /// alone. Returns how many came back.
+    pub async fn reinsert_exported(
+        &self,
+        run: Uuid,
+        rows: &[serde_json::Value],
+        actor: &str,
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut back = 0;
+        for row in rows {
+            let inserted = sqlx::query(
+                "INSERT INTO memories
+                 SELECT * FROM jsonb_populate_record(NULL::memories, $1 - 'sources')
+                 ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(row)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if inserted == 0 {
+                continue;
+            }
+            back += 1;
+            sqlx::query(
+                "INSERT INTO memory_sources (memory_id, fact_id, tenant, turn_id, added_at)
+                 SELECT ($1->>'id')::uuid, s->>'fact_id', $1->>'tenant', s->>'turn_id', (s->>'added_at')::timestamptz
+                 FROM jsonb_array_elements($1->'sources') AS s
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(row)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO memory_events (memory_id, tenant, event, actor, run_id, detail)
+                 VALUES (($1->>'id')::uuid, $1->>'tenant', 'restore', $2, $3, jsonb_build_object('from_export', true))",
+            )
+            .bind(row)
+            .bind(actor)
+            .bind(run)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(back)
+    }
+
     /// Restores run `run` (the caller holds the janitor lock and has checked
     /// that the run is a finished or interrupted real run). `actor` is written
     /// on the `restore` events.
@@ -182,6 +233,7 @@ impl Store {
             undecayed,
             skipped: (changes.max(0) as u64).saturating_sub(done),
             purged,
+            purged_restored: 0,
         })
     }
 }

@@ -464,7 +464,7 @@ pub async fn insert_summaries(
 /// provenance, to be written to the export before they go.
 pub async fn export_rows(conn: &mut PgConnection, ids: &[Uuid]) -> Result<Vec<Value>, StoreError> {
     Ok(sqlx::query_scalar(
-        "SELECT to_jsonb(m) - 'terms' || jsonb_build_object('sources', coalesce(
+        "SELECT to_jsonb(m) || jsonb_build_object('sources', coalesce(
                     (SELECT jsonb_agg(jsonb_build_object('fact_id', s.fact_id, 'turn_id', s.turn_id,
                                                          'added_at', s.added_at) ORDER BY s.fact_id)
                      FROM memory_sources s WHERE s.memory_id = m.id), '[]'::jsonb))
