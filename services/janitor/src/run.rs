@@ -19,7 +19,7 @@ use hindsight_shared::{
         Store, StoreError,
         maintenance::{
             runs::{NewRun, RunRow},
-            steps::{self, Archive, Decay, Survivor},
+            steps::{self, Archive, Decay, Position, Survivor},
         },
     },
 };
@@ -289,9 +289,13 @@ impl Janitor {
             counts: Counts::from_json(&row.counts),
             chunks: 0,
             export: Export::new(&self.exports, row.id),
+            reader: None,
         };
         exec.counts.seconds.clear();
         let mut conn = self.store.dedicated_connection().await?;
+        if !row.dry_run {
+            exec.reader = Some(self.store.dedicated_connection().await?);
+        }
         let result = if row.dry_run {
             let mut outer = conn.begin().await?;
             let result = exec.steps(&mut outer).await;
@@ -390,6 +394,11 @@ struct Exec<'a> {
     counts: Counts,
     chunks: usize,
     export: Export,
+    /// In a real run, a second connection that reads the next page of decay
+    /// and archive candidates while the current page is written (the pages
+    /// hold different memories, and what was written is committed). A dry
+    /// run reads through its own transaction, to see what it changed.
+    reader: Option<PgConnection>,
 }
 
 fn state(r: &steps::StateRow) -> MemoryState<'_> {
@@ -452,55 +461,106 @@ impl Exec<'_> {
     }
 
     async fn decay(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+        let mut reader = self.reader.take();
+        let result = self.decay_pages(conn, reader.as_mut()).await;
+        self.reader = reader;
+        result
+    }
+
+    async fn decay_pages(
+        &mut self,
+        conn: &mut PgConnection,
+        mut reader: Option<&mut PgConnection>,
+    ) -> Result<(), JanitorError> {
         let stale_before = self.as_of - self.policy().decay_after;
-        let mut after = None;
-        loop {
-            let page = steps::decay_candidates(
-                conn,
-                self.tenant.as_deref(),
-                stale_before,
-                after,
-                self.janitor.chunk,
-            )
-            .await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.id);
-            let decays: Vec<Decay> = page
-                .iter()
-                .filter_map(|r| {
-                    let importance =
-                        policy::decayed_importance(self.policy(), &state(r), self.as_of);
-                    (importance != r.importance).then(|| Decay {
-                        id: r.id,
-                        tenant: r.tenant.clone(),
-                        importance,
-                        before_importance: r.importance,
-                        before_decayed_at: r.decayed_at,
+        let (tenant, chunk) = (self.tenant.clone(), self.janitor.chunk);
+        let read = async |c: &mut PgConnection, from: Position| {
+            steps::decay_candidates(c, tenant.as_deref(), stale_before, from, chunk).await
+        };
+        let first = Position::default();
+        let mut current = Some(read(reader.as_deref_mut().unwrap_or(conn), first).await?);
+        while let Some(stretch) = current.take() {
+            let mut batches = stretch.batches.iter().map(|page| {
+                page.iter()
+                    .filter_map(|r| {
+                        let importance =
+                            policy::decayed_importance(self.policy(), &state(r), self.as_of);
+                        (importance != r.importance).then(|| Decay {
+                            id: r.id,
+                            tenant: r.tenant.clone(),
+                            importance,
+                            before_importance: r.importance,
+                            before_decayed_at: r.decayed_at,
+                        })
                     })
-                })
-                .collect();
-            if decays.is_empty() {
-                continue;
+                    .collect::<Vec<_>>()
+            });
+            let head = batches.next().unwrap_or_default();
+            let rest: Vec<Vec<Decay>> = batches.collect();
+            // The next stretch is read while the first batch of this one is written.
+            match (stretch.next, reader.as_deref_mut()) {
+                (Some(from), Some(r)) => {
+                    let (next, applied) =
+                        tokio::join!(read(r, from), self.apply_decays(conn, &head));
+                    applied?;
+                    current = Some(next?);
+                }
+                _ => self.apply_decays(conn, &head).await?,
             }
-            let mut tx = conn.begin().await?;
-            steps::apply_decay(&mut tx, self.id, self.as_of, &decays).await?;
-            for d in &decays {
-                self.counts.record(&d.tenant, |c| c.decayed += 1);
+            for batch in &rest {
+                self.apply_decays(conn, batch).await?;
             }
-            self.commit(tx).await?;
+            if let (Some(from), None) = (stretch.next, &current) {
+                current = Some(read(conn, from).await?);
+            }
         }
         Ok(())
+    }
+
+    async fn apply_decays(
+        &mut self,
+        conn: &mut PgConnection,
+        decays: &[Decay],
+    ) -> Result<(), JanitorError> {
+        if decays.is_empty() {
+            return Ok(());
+        }
+        let mut tx = conn.begin().await?;
+        steps::apply_decay(&mut tx, self.id, self.as_of, decays).await?;
+        for d in decays {
+            self.counts.record(&d.tenant, |c| c.decayed += 1);
+        }
+        self.commit(tx).await
     }
 
     async fn merge(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
         let groups = steps::merge_groups(conn, self.tenant.as_deref()).await?;
         let mut survivors: Vec<Survivor> = Vec::new();
         let mut folded: Vec<Archive> = Vec::new();
-        for group in groups {
-            let rows = steps::merge_rows(conn, &group).await?;
-            let vectors: Vec<&[f32]> = rows.iter().map(|r| r.embedding.as_slice()).collect();
-            let pairs = similarity::near_pairs(&vectors, MERGE_COSINE);
-            for component in similarity::components(rows.len(), &pairs) {
+        let mut groups = groups.iter();
+        let mut next = match groups.next() {
+            Some(group) => Some(steps::merge_rows(conn, group).await?),
+            None => None,
+        };
+        while let Some(rows) = next.take() {
+            // One group's vectors are compared on a blocking thread while the
+            // next group is read: the comparisons and Postgres take about as
+            // long, and each has a core.
+            let compared = tokio::task::spawn_blocking(move || {
+                let vectors: Vec<&[f32]> = rows.iter().map(|r| r.embedding.as_slice()).collect();
+                let pairs = similarity::near_pairs(&vectors, MERGE_COSINE);
+                let components = similarity::components(rows.len(), &pairs);
+                (rows, components)
+            });
+            next = match groups.next() {
+                Some(group) => Some(steps::merge_rows(conn, group).await?),
+                None => None,
+            };
+            let (rows, components) = match compared.await {
+                Ok(done) => done,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            };
+            for component in components {
                 let members: Vec<&steps::VectorRow> = component.iter().map(|&i| &rows[i]).collect();
                 let survivor = most_specific(&members);
                 let others: Vec<&&steps::VectorRow> =
@@ -559,42 +619,76 @@ impl Exec<'_> {
     }
 
     async fn archive(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+        let mut reader = self.reader.take();
+        let result = self.archive_pages(conn, reader.as_mut()).await;
+        self.reader = reader;
+        result
+    }
+
+    async fn archive_pages(
+        &mut self,
+        conn: &mut PgConnection,
+        mut reader: Option<&mut PgConnection>,
+    ) -> Result<(), JanitorError> {
         let idle_before = self.as_of - self.policy().archive_idle;
-        let mut after = None;
-        loop {
-            let page = steps::archive_candidates(
-                conn,
-                self.tenant.as_deref(),
-                idle_before,
-                after,
-                self.janitor.chunk,
-            )
-            .await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.id);
-            let archived: Vec<Archive> = page
-                .iter()
-                .filter(|r| policy::archives(self.policy(), &state(r), r.importance, self.as_of))
-                .map(|r| Archive {
-                    id: r.id,
-                    tenant: r.tenant.clone(),
-                    into: None,
-                    before_status: r.status.clone(),
-                    before_archived_at: r.archived_at,
-                    before_updated_at: r.updated_at,
-                })
-                .collect();
-            if archived.is_empty() {
-                continue;
+        let (tenant, chunk) = (self.tenant.clone(), self.janitor.chunk);
+        let read = async |c: &mut PgConnection, from: Position| {
+            steps::archive_candidates(c, tenant.as_deref(), idle_before, from, chunk).await
+        };
+        let first = Position::default();
+        let mut current = Some(read(reader.as_deref_mut().unwrap_or(conn), first).await?);
+        while let Some(stretch) = current.take() {
+            let mut batches = stretch.batches.iter().map(|page| {
+                page.iter()
+                    .filter(|r| {
+                        policy::archives(self.policy(), &state(r), r.importance, self.as_of)
+                    })
+                    .map(|r| Archive {
+                        id: r.id,
+                        tenant: r.tenant.clone(),
+                        into: None,
+                        before_status: r.status.clone(),
+                        before_archived_at: r.archived_at,
+                        before_updated_at: r.updated_at,
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let head = batches.next().unwrap_or_default();
+            let rest: Vec<Vec<Archive>> = batches.collect();
+            // The next stretch is read while the first batch of this one is written.
+            match (stretch.next, reader.as_deref_mut()) {
+                (Some(from), Some(r)) => {
+                    let (next, applied) =
+                        tokio::join!(read(r, from), self.apply_archives(conn, &head));
+                    applied?;
+                    current = Some(next?);
+                }
+                _ => self.apply_archives(conn, &head).await?,
             }
-            let mut tx = conn.begin().await?;
-            steps::apply_archive(&mut tx, self.id, self.as_of, "archive", &archived).await?;
-            for a in &archived {
-                self.counts.record(&a.tenant, |c| c.archived += 1);
+            for batch in &rest {
+                self.apply_archives(conn, batch).await?;
             }
-            self.commit(tx).await?;
+            if let (Some(from), None) = (stretch.next, &current) {
+                current = Some(read(conn, from).await?);
+            }
         }
         Ok(())
+    }
+
+    async fn apply_archives(
+        &mut self,
+        conn: &mut PgConnection,
+        archived: &[Archive],
+    ) -> Result<(), JanitorError> {
+        if archived.is_empty() {
+            return Ok(());
+        }
+        let mut tx = conn.begin().await?;
+        steps::apply_archive(&mut tx, self.id, self.as_of, "archive", archived).await?;
+        for a in archived {
+            self.counts.record(&a.tenant, |c| c.archived += 1);
+        }
+        self.commit(tx).await
     }
 
     async fn consolidate(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {

@@ -1,5 +1,6 @@
 //! `hindsight bench`: throughput of the filter and extract stages and of the
-//! whole ingest (`bench recall` lives in `bench_recall.rs`), each in a
+//! whole ingest (`bench recall` lives in `bench_recall.rs`, `bench janitor`
+//! in `bench_janitor.rs`), each in a
 //! throw-away namespace and database, so it can run next to a live
 //! deployment without touching it.
 
@@ -54,6 +55,20 @@ pub enum Command {
         /// Recall requests to time.
         #[arg(long, default_value_t = 1_000)]
         queries: usize,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One real maintenance run of the janitor over `--memories` memories
+    /// (written straight to Postgres, backdated over two years): its time per
+    /// step and the process's peak memory during the run.
+    Janitor {
+        /// Memories to load before the run.
+        #[arg(long, default_value_t = 1_000_000)]
+        memories: usize,
+        /// Users holding them (unevenly), in up to three tenants.
+        #[arg(long, default_value_t = 1_000)]
+        users: usize,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -159,6 +174,46 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    if let Command::Janitor {
+        memories,
+        users,
+        json,
+    } = &command
+    {
+        let r = super::bench_janitor::run(*memories, *users).await?;
+        if *json {
+            println!("{}", serde_json::to_string(&r)?);
+        } else {
+            let steps: Vec<String> = r
+                .step_seconds
+                .iter()
+                .map(|(step, s)| format!("{step} {s:.1} s"))
+                .collect();
+            let c = &r.counts;
+            println!(
+                "janitor: {} memories of {} users ({} tenants), loaded in {:.0} s; one run in {:.1} s ({}; {} chunks): {} decayed, {} merged into {}, {} archived, {} consolidated into {} summaries, {} purged; peak RSS {}; database {:.0} MB before, {:.0} MB after",
+                r.memories,
+                r.users,
+                r.tenants,
+                r.load_seconds,
+                r.run_seconds,
+                steps.join(", "),
+                r.chunks,
+                c.decayed,
+                c.merged,
+                c.merge_survivors,
+                c.archived,
+                c.consolidated,
+                c.summaries,
+                c.purged,
+                r.peak_rss_mb
+                    .map_or("unknown".to_string(), |m| format!("{m:.0} MB")),
+                r.database_mb_before,
+                r.database_mb_after
+            );
+        }
+        return Ok(());
+    }
     if let Command::Ingest {
         turns,
         data,
@@ -188,7 +243,9 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         return Ok(());
     }
     let (report, json) = match command {
-        Command::Ingest { .. } | Command::Recall { .. } => return Ok(()),
+        Command::Ingest { .. } | Command::Recall { .. } | Command::Janitor { .. } => {
+            return Ok(());
+        }
         Command::Filter { turns, json } => (bench(StageName::Filter, turns).await?, json),
         Command::Extract { turns, json } => (bench(StageName::Extract, turns).await?, json),
     };
@@ -206,6 +263,19 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Runs `work` in a throw-away namespace, database and data directory, which
+/// are removed afterwards, also when `work` fails.
+pub(crate) async fn sandboxed<T>(
+    work: impl AsyncFnOnce(&Context) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let base = super::setup()?;
+    let sandbox = Sandbox::new(&base, "bench");
+    let ctx = Context::boot(sandbox.config.clone()).await?;
+    let result = work(&ctx).await;
+    sandbox.remove(&ctx.bus).await?;
+    result
 }
 
 /// Runs the pipeline up to `stage` in a sandbox and times that stage.
@@ -369,6 +439,38 @@ fn ingest_turns(turns: usize, data: &std::path::Path) -> Vec<serde_json::Value> 
             None => turn("bench", i),
         })
         .collect()
+}
+
+/// A small deterministic generator (xorshift), so runs are comparable.
+pub(crate) struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform in [-1, 1).
+    pub fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+
+    /// Uniform in [0, 1).
+    pub fn fraction(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [0, n).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.fraction() * n as f64) as usize
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.fraction() < p
+    }
 }
 
 pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {

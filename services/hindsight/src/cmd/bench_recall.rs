@@ -12,11 +12,11 @@ use std::{sync::Arc, time::Instant};
 
 use hindsight_index::{Collection, Payload, Point, VectorIndex};
 use hindsight_recall::RecallRequest;
-use hindsight_shared::{dedupe, sandbox::Sandbox, service::Context, terms};
+use hindsight_shared::{dedupe, service::Context, terms};
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::bench::percentile;
+use super::bench::{Rng, percentile, sandboxed};
 
 const TENANT: &str = "bench";
 const USER: &str = "heavy";
@@ -70,23 +70,6 @@ const QUERIES: &[&str] = &[
     "bicycle bought in Tallinn",
 ];
 
-/// A small deterministic generator (xorshift), so runs are comparable.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-}
-
 fn base_texts() -> Vec<String> {
     let mut out = Vec::new();
     for t in TEMPLATES {
@@ -100,12 +83,7 @@ fn base_texts() -> Vec<String> {
 }
 
 pub async fn run(memories: usize, queries: usize) -> anyhow::Result<Report> {
-    let base = super::setup()?;
-    let sandbox = Sandbox::new(&base, "bench");
-    let ctx = Context::boot(sandbox.config.clone()).await?;
-    let result = measure(&ctx, memories, queries).await;
-    sandbox.remove(&ctx.bus).await?;
-    result
+    sandboxed(async |ctx| measure(ctx, memories, queries).await).await
 }
 
 async fn measure(ctx: &Context, memories: usize, queries: usize) -> anyhow::Result<Report> {

@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod bench_janitor;
 pub mod bench_recall;
 pub mod dlq;
 pub mod eval;

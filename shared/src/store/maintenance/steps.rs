@@ -1,7 +1,8 @@
-//! The reads and batch writes of each step of a run. Reads are keyset pages
-//! (or one user's memories at a time); writes take whole batches through
-//! `unnest`, with one audit event per changed memory carrying the values it
-//! replaced, so that [`super::restore`] can put them back.
+//! The reads and batch writes of each step of a run. Reads are stretches in
+//! physical order ([`Stretch`]), or one user's memories at a time; writes
+//! take whole batches through `unnest`, with one audit event per changed
+//! memory carrying the values it replaced, so that [`super::restore`] can put
+//! them back.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -38,52 +39,145 @@ const STATE_COLUMNS: &str = "id, tenant, user_id, kind, fact_type, status,
 /// The last time anyone used a memory, in SQL (as `MemoryState::last_touch`).
 const LAST_TOUCH: &str = "greatest(coalesce(last_accessed_at, created_at), created_at)";
 
-/// Active memories untouched (and undecayed) since `stale_before`, a page after `after`.
+/// Where a read of `memories` in physical order stands: after the row at
+/// this `ctid` (block, line pointer).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Position {
+    pub block: i64,
+    pub line: i32,
+}
+
+/// A stretch of `memories` read in physical order: its candidates in batches
+/// to write one after the other (each at most one row of any block), and
+/// where the next stretch starts (`None`: the table is done).
+///
+/// Decay and archive read this way rather than by id: a stretch is a few
+/// thousand contiguous blocks read in sequence, and a block's rows are
+/// written in consecutive transactions, so that each block is written back
+/// (and copied whole to the WAL after a checkpoint) about once, instead of
+/// once per row in transactions far apart as with random ids. And a block's
+/// rows are written in separate transactions: each update finds the room its
+/// block kept (fillfactor) freed by the previous one and stays in place
+/// (HOT, for decay), whereas updating them together moves all but the first
+/// elsewhere, with new entries in every index (the decay of a million
+/// memories took 69 s that way, 25 s by id).
+///
+/// A row that a concurrent write moves to a block already read is left to
+/// the next run, which decays it for the whole time since (decay composes).
+/// Rows the run itself rewrote no longer match the step's condition.
+#[derive(Debug, Default)]
+pub struct Stretch {
+    pub batches: Vec<Vec<StateRow>>,
+    pub next: Option<Position>,
+}
+
+#[derive(sqlx::FromRow)]
+struct Located {
+    #[sqlx(flatten)]
+    row: StateRow,
+    block: i64,
+    line: i32,
+}
+
+/// The active memories (of `tenant`, if any) matching `condition` (where
+/// `$2` is `before`) in the `limit` blocks after `from`, in batches of at
+/// most `limit`.
+async fn stretch(
+    conn: &mut PgConnection,
+    condition: &str,
+    tenant: Option<&str>,
+    before: DateTime<Utc>,
+    from: Position,
+    limit: i64,
+) -> Result<Stretch, StoreError> {
+    let limit = limit.max(1);
+    let blocks: i64 = sqlx::query_scalar(
+        "SELECT pg_relation_size('memories') / current_setting('block_size')::bigint",
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    if from.block >= blocks {
+        return Ok(Stretch::default());
+    }
+    let end = from.block + limit;
+    // Rows of small memories crowd a block: a stretch ends early past this many.
+    let most = limit * 4;
+    let sql = format!(
+        "SELECT {STATE_COLUMNS}, (ctid::text::point)[0]::bigint AS block,
+                (ctid::text::point)[1]::int AS line
+         FROM memories
+         WHERE ctid > format('(%s,%s)', $3::bigint, $4::int)::tid
+           AND ctid < format('(%s,0)', $5::bigint)::tid
+           AND status = 'active' AND ($1::text IS NULL OR tenant = $1) AND {condition}
+         ORDER BY ctid LIMIT $6"
+    );
+    let rows: Vec<Located> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(tenant)
+        .bind(before)
+        .bind(from.block)
+        .bind(from.line)
+        .bind(end)
+        .bind(most)
+        .fetch_all(&mut *conn)
+        .await?;
+    let next = match rows.last() {
+        Some(last) if rows.len() as i64 == most => Some(Position {
+            block: last.block,
+            line: last.line,
+        }),
+        _ => (end < blocks).then_some(Position {
+            block: end,
+            line: 0,
+        }),
+    };
+    // The first row of each block, then the second, and so on.
+    let mut ranks: Vec<Vec<StateRow>> = Vec::new();
+    let (mut block, mut rank) = (-1, 0);
+    for r in rows {
+        rank = if r.block == block { rank + 1 } else { 0 };
+        block = r.block;
+        if ranks.len() == rank {
+            ranks.push(Vec::new());
+        }
+        ranks[rank].push(r.row);
+    }
+    let batches = ranks
+        .into_iter()
+        .flat_map(|rank| {
+            let mut rank = rank.into_iter().peekable();
+            std::iter::from_fn(move || {
+                rank.peek()?;
+                Some(rank.by_ref().take(limit as usize).collect::<Vec<_>>())
+            })
+        })
+        .collect();
+    Ok(Stretch { batches, next })
+}
+
+/// Active memories untouched (and undecayed) since `stale_before`: the
+/// stretch from `from` (see [`Stretch`]).
 pub async fn decay_candidates(
     conn: &mut PgConnection,
     tenant: Option<&str>,
     stale_before: DateTime<Utc>,
-    after: Option<Uuid>,
+    from: Position,
     limit: i64,
-) -> Result<Vec<StateRow>, StoreError> {
-    let sql = format!(
-        "SELECT {STATE_COLUMNS} FROM memories
-         WHERE status = 'active' AND ($1::text IS NULL OR tenant = $1)
-           AND ($3::uuid IS NULL OR id > $3)
-           AND greatest({LAST_TOUCH}, coalesce(decayed_at, created_at)) <= $2
-         ORDER BY id LIMIT $4"
-    );
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(tenant)
-        .bind(stale_before)
-        .bind(after)
-        .bind(limit)
-        .fetch_all(conn)
-        .await?)
+) -> Result<Stretch, StoreError> {
+    let condition = format!("greatest({LAST_TOUCH}, coalesce(decayed_at, created_at)) <= $2");
+    stretch(conn, &condition, tenant, stale_before, from, limit).await
 }
 
-/// Active memories untouched since `idle_before`, a page after `after`.
+/// Active memories untouched since `idle_before`: the stretch from `from`
+/// (see [`Stretch`]).
 pub async fn archive_candidates(
     conn: &mut PgConnection,
     tenant: Option<&str>,
     idle_before: DateTime<Utc>,
-    after: Option<Uuid>,
+    from: Position,
     limit: i64,
-) -> Result<Vec<StateRow>, StoreError> {
-    let sql = format!(
-        "SELECT {STATE_COLUMNS} FROM memories
-         WHERE status = 'active' AND ($1::text IS NULL OR tenant = $1)
-           AND ($3::uuid IS NULL OR id > $3)
-           AND {LAST_TOUCH} <= $2
-         ORDER BY id LIMIT $4"
-    );
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(tenant)
-        .bind(idle_before)
-        .bind(after)
-        .bind(limit)
-        .fetch_all(conn)
-        .await?)
+) -> Result<Stretch, StoreError> {
+    let condition = format!("{LAST_TOUCH} <= $2");
+    stretch(conn, &condition, tenant, idle_before, from, limit).await
 }
 
 /// Archived and deleted memories archived at or before `archived_before`.
@@ -152,7 +246,71 @@ pub struct VectorRow {
     pub updated_at: DateTime<Utc>,
     pub embedding_model: String,
     pub embedding_version: String,
+    #[sqlx(try_from = "Floats")]
     pub embedding: Vec<f32>,
+}
+
+/// A `real[]` read straight from Postgres' binary array format. Merge and
+/// consolidation read every active memory's vector; decoding each element
+/// through sqlx's generic `Decode` took a third of the merge's time on the
+/// client over a million memories.
+struct Floats(Vec<f32>);
+
+impl From<Floats> for Vec<f32> {
+    fn from(f: Floats) -> Self {
+        f.0
+    }
+}
+
+impl sqlx::Type<sqlx::Postgres> for Floats {
+    fn type_info() -> sqlx::postgres::PgTypeInfo {
+        <Vec<f32> as sqlx::Type<sqlx::Postgres>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+        <Vec<f32> as sqlx::Type<sqlx::Postgres>>::compatible(ty)
+    }
+}
+
+impl<'r> sqlx::Decode<'r, sqlx::Postgres> for Floats {
+    fn decode(value: sqlx::postgres::PgValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
+        if value.format() != sqlx::postgres::PgValueFormat::Binary {
+            return Ok(Floats(<Vec<f32> as sqlx::Decode<sqlx::Postgres>>::decode(
+                value,
+            )?));
+        }
+        decode_floats(value.as_bytes()?).map(Floats)
+    }
+}
+
+/// A one-dimensional `float4[]` without nulls in binary format: dimensions,
+/// a null flag, the element type, (length, lower bound) per dimension, then
+/// (byte length, big-endian value) per element.
+fn decode_floats(bytes: &[u8]) -> Result<Vec<f32>, sqlx::error::BoxDynError> {
+    fn int(bytes: &[u8], at: usize) -> Result<i32, sqlx::error::BoxDynError> {
+        let b = bytes.get(at..at + 4).ok_or("truncated real[]")?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    let dimensions = int(bytes, 0)?;
+    if dimensions == 0 {
+        return Ok(Vec::new());
+    }
+    if dimensions != 1 {
+        return Err(
+            format!("expected a one-dimensional real[], got {dimensions} dimensions").into(),
+        );
+    }
+    let len = usize::try_from(int(bytes, 12)?)?;
+    let mut out = Vec::with_capacity(len);
+    let mut at = 20;
+    for _ in 0..len {
+        if int(bytes, at)? != 4 {
+            return Err("a real[] element is null or not 4 bytes".into());
+        }
+        out.push(f32::from_bits(int(bytes, at + 4)? as u32));
+        at += 8;
+    }
+    Ok(out)
 }
 
 const VECTOR_COLUMNS: &str =
@@ -496,4 +654,30 @@ pub async fn apply_purge(
         .map(|(id, tenant)| (*id, tenant.clone(), json!({"export": export})))
         .collect();
     add_events(conn, run, "purge", events).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_floats;
+
+    #[test]
+    fn reads_binary_real_arrays() {
+        let mut bytes = Vec::new();
+        for header in [1i32, 0, 700, 2, 1] {
+            bytes.extend(header.to_be_bytes());
+        }
+        for x in [1.5f32, -0.25] {
+            bytes.extend(4i32.to_be_bytes());
+            bytes.extend(x.to_be_bytes());
+        }
+        assert_eq!(decode_floats(&bytes).expect("decoded"), vec![1.5, -0.25]);
+        assert_eq!(
+            decode_floats(&0i32.to_be_bytes()).expect("empty"),
+            Vec::<f32>::new()
+        );
+        assert!(decode_floats(&bytes[..30]).is_err(), "truncated");
+        let mut null = bytes.clone();
+        null[28..32].copy_from_slice(&(-1i32).to_be_bytes());
+        assert!(decode_floats(&null).is_err(), "null element");
+    }
 }

@@ -1,0 +1,597 @@
+//! `hindsight bench janitor`: one real maintenance run over many memories, in
+//! a throw-away namespace and database: its time per step and the process's
+//! peak memory during the run.
+//!
+//! The memories are written straight to Postgres, as a first run would find
+//! them (nothing decayed yet): users of uneven sizes in up to three tenants,
+//! created over two years, most never recalled, a tenth of them episodes
+//! about a few topics, some constraints (a share about health), near-duplicate
+//! pairs, and memories archived or deleted long ago. Vectors are random unit
+//! vectors (384 dimensions; a planted duplicate sits at cosine 0.96–0.995
+//! from its original, unrelated ones near 0). Everything comes from one seeded
+//! generator, so runs are comparable.
+//!
+//! The load writes batches through `unnest` with the secondary indexes and
+//! the term-statistics trigger off, then builds the indexes and the
+//! statistics in bulk, exactly as the migrations define them, and vacuums.
+
+use std::{collections::BTreeMap, time::Instant};
+
+use chrono::{DateTime, Duration, Utc};
+use futures::{StreamExt, TryStreamExt};
+use hindsight_janitor::{Outcome, RunRequest, Trigger, counts::StepCounts};
+use hindsight_shared::{dedupe, service::Context, terms};
+use serde::Serialize;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::bench::{Rng, sandboxed};
+
+const DIMENSION: usize = 384;
+const BATCH: usize = 5_000;
+const MODEL: &str = "bench-model";
+const TENANTS: &[&str] = &["acme", "globex", "initech"];
+/// Joins the members of a ragged array (Postgres cannot unnest one).
+const SEPARATOR: char = '\u{1f}';
+
+#[derive(Serialize)]
+pub struct Report {
+    pub memories: usize,
+    pub users: usize,
+    pub tenants: usize,
+    pub load_seconds: f64,
+    /// The load's parts: rows written, indexes built, term statistics, vacuum.
+    pub load_parts: BTreeMap<&'static str, f64>,
+    pub run_seconds: f64,
+    /// Each step's seconds, as the run reports them.
+    pub step_seconds: BTreeMap<String, f64>,
+    /// Memories changed by each step.
+    pub counts: StepCounts,
+    /// Transactions the run committed.
+    pub chunks: usize,
+    /// The process's peak resident memory during the run.
+    pub peak_rss_mb: Option<f64>,
+    pub database_mb_before: f64,
+    pub database_mb_after: f64,
+}
+
+pub async fn run(memories: usize, users: usize) -> anyhow::Result<Report> {
+    anyhow::ensure!(users > 0, "--users must be at least 1");
+    sandboxed(async |ctx| measure(ctx, memories, users).await).await
+}
+
+async fn measure(ctx: &Context, memories: usize, users: usize) -> anyhow::Result<Report> {
+    let pool = &ctx.store.pool;
+    let now = Utc::now();
+    let load_started = Instant::now();
+    let load_parts = load(pool, memories, users, now).await?;
+    let load_seconds = load_started.elapsed().as_secs_f64();
+    tracing::info!(load_seconds, ?load_parts, "loaded; running the janitor");
+    let database_mb_before = database_mb(pool).await?;
+    if std::env::var_os("HINDSIGHT_BENCH_HOLD").is_some() {
+        // TEMPORARY (profiling): inspect the loaded database before the run.
+        eprintln!("HOLD {}", ctx.config.database_url);
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+    }
+
+    let janitor = hindsight_janitor::janitor(&ctx.config, ctx.store.clone(), Some(&ctx.bus));
+    let request = RunRequest {
+        dry_run: false,
+        tenant: None,
+        as_of: Some(Utc::now()),
+        trigger: Trigger::Manual,
+        scheduled_for: None,
+    };
+    let measured_rss = reset_peak_rss();
+    let started = Instant::now();
+    let outcome = janitor.run(request).await?;
+    let run_seconds = started.elapsed().as_secs_f64();
+    let peak_rss_mb = if measured_rss { peak_rss_mb() } else { None };
+    if std::env::var_os("HINDSIGHT_BENCH_HOLD").is_some() {
+        // TEMPORARY (profiling): inspect the database after the run.
+        eprintln!("HOLD AFTER {}", ctx.config.database_url);
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+    }
+    let report = match outcome {
+        Outcome::Ran(report) => *report,
+        other => anyhow::bail!("the janitor did not run: {other:?}"),
+    };
+    anyhow::ensure!(
+        report.status == "finished",
+        "the run {}: {}",
+        report.status,
+        report.errors.join("; ")
+    );
+    let mut step_seconds = report.counts.seconds.clone();
+    step_seconds.remove("total");
+    Ok(Report {
+        memories,
+        users,
+        tenants: TENANTS.len().min(users),
+        load_seconds,
+        load_parts,
+        run_seconds,
+        step_seconds,
+        counts: report.counts.total,
+        chunks: report.chunks,
+        peak_rss_mb,
+        database_mb_before,
+        database_mb_after: database_mb(pool).await?,
+    })
+}
+
+async fn database_mb(pool: &PgPool) -> anyhow::Result<f64> {
+    let bytes: i64 = sqlx::query_scalar("SELECT pg_database_size(current_database())")
+        .fetch_one(pool)
+        .await?;
+    Ok(bytes as f64 / 1e6)
+}
+
+/// Makes the process's peak resident size (VmHWM) its current size; `false`
+/// where the kernel offers no such reset.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Writes `memories` memories (with one provenance row each), then the
+/// secondary indexes, the term statistics, and vacuums.
+async fn load(
+    pool: &PgPool,
+    memories: usize,
+    users: usize,
+    now: DateTime<Utc>,
+) -> anyhow::Result<BTreeMap<&'static str, f64>> {
+    let mut parts = BTreeMap::new();
+    let started = Instant::now();
+    // Every index but those behind constraints (the keys), rebuilt from its definition.
+    let indexes: Vec<(String, String)> = sqlx::query_as(
+        "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i
+         WHERE i.indrelid IN ('memories'::regclass, 'memory_sources'::regclass)
+           AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)",
+    )
+    .fetch_all(pool)
+    .await?;
+    for (name, _) in &indexes {
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP INDEX {name}")))
+            .execute(pool)
+            .await?;
+    }
+    sqlx::query("ALTER TABLE memories DISABLE TRIGGER memories_term_stats")
+        .execute(pool)
+        .await?;
+
+    let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(2);
+    let generator = tokio::task::spawn_blocking(move || {
+        let mut generator = Generator::new(users, now);
+        let mut left = memories;
+        while left > 0 {
+            let n = left.min(BATCH);
+            if tx.blocking_send(generator.batch(n)).is_err() {
+                break;
+            }
+            left -= n;
+        }
+    });
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) })
+        .map(|batch| insert(pool, batch))
+        .buffer_unordered(2)
+        .try_collect::<()>()
+        .await?;
+    generator.await?;
+    parts.insert("rows", started.elapsed().as_secs_f64());
+
+    let started = Instant::now();
+    futures::stream::iter(indexes)
+        .map(|(_, definition)| async move {
+            let mut conn = pool.acquire().await?;
+            sqlx::query("SET maintenance_work_mem = '512MB'")
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query(sqlx::AssertSqlSafe(definition))
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query("RESET maintenance_work_mem")
+                .execute(&mut *conn)
+                .await?;
+            anyhow::Ok(())
+        })
+        .buffer_unordered(2)
+        .try_collect::<()>()
+        .await?;
+    parts.insert("indexes", started.elapsed().as_secs_f64());
+
+    // The statistics the trigger would have kept, as its migration first computes them.
+    let started = Instant::now();
+    sqlx::raw_sql(
+        "INSERT INTO memory_terms (tenant, user_id, term, df)
+         SELECT tenant, user_id, t, count(*) FROM memories, unnest(terms) AS t GROUP BY 1, 2, 3;
+         INSERT INTO memory_users (tenant, user_id, memories, total_terms)
+         SELECT tenant, user_id, count(*), sum(cardinality(terms)) FROM memories GROUP BY 1, 2;
+         ALTER TABLE memories ENABLE TRIGGER memories_term_stats;",
+    )
+    .execute(pool)
+    .await?;
+    parts.insert("term_stats", started.elapsed().as_secs_f64());
+
+    let started = Instant::now();
+    sqlx::query("VACUUM (ANALYZE)").execute(pool).await?;
+    // A run finds the load on disk, not in dirty buffers (needs the right to checkpoint).
+    if let Err(e) = sqlx::query("CHECKPOINT").execute(pool).await {
+        tracing::warn!(error = %e, "no checkpoint after the load");
+    }
+    parts.insert("vacuum", started.elapsed().as_secs_f64());
+    Ok(parts)
+}
+
+/// Memories to write together, column by column.
+#[derive(Default)]
+struct Batch {
+    ids: Vec<Uuid>,
+    tenants: Vec<&'static str>,
+    users: Vec<String>,
+    sessions: Vec<String>,
+    kinds: Vec<&'static str>,
+    fact_types: Vec<&'static str>,
+    contents: Vec<String>,
+    keys: Vec<String>,
+    /// Joined with [`SEPARATOR`].
+    entities: Vec<String>,
+    /// Joined with [`SEPARATOR`].
+    terms: Vec<String>,
+    importance: Vec<f32>,
+    confidence: Vec<f32>,
+    trust: Vec<&'static str>,
+    status: Vec<&'static str>,
+    occurred_at: Vec<Option<DateTime<Utc>>>,
+    created_at: Vec<DateTime<Utc>>,
+    updated_at: Vec<DateTime<Utc>>,
+    last_accessed_at: Vec<Option<DateTime<Utc>>>,
+    access_count: Vec<i32>,
+    archived_at: Vec<Option<DateTime<Utc>>>,
+    index_state: Vec<&'static str>,
+    /// Every row's vector, one after the other.
+    embeddings: Vec<f32>,
+}
+
+async fn insert(pool: &PgPool, b: Batch) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO memories (id, tenant, user_id, session_id, kind, fact_type, content, content_key,
+                               entities, terms, importance, confidence, source_trust, status,
+                               occurred_at, created_at, updated_at, last_accessed_at, access_count,
+                               archived_at, index_state, embedding_model, embedding_version, embedding)
+         SELECT r.id, r.tenant, r.user_id, r.session_id, r.kind, r.fact_type, r.content, r.content_key,
+                string_to_array(r.entities, chr(31)), string_to_array(r.terms, chr(31)),
+                r.importance, r.confidence, r.trust, r.status, r.occurred_at, r.created_at,
+                r.updated_at, r.last_accessed_at, r.access_count, r.archived_at, r.index_state,
+                $22, '1', ($23::real[])[(r.n - 1) * $24 + 1 : r.n * $24]
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                     $7::text[], $8::text[], $9::text[], $10::text[], $11::real[], $12::real[],
+                     $13::text[], $14::text[], $15::timestamptz[], $16::timestamptz[],
+                     $17::timestamptz[], $18::timestamptz[], $19::int[], $20::timestamptz[],
+                     $21::text[])
+              WITH ORDINALITY
+              AS r(id, tenant, user_id, session_id, kind, fact_type, content, content_key, entities,
+                   terms, importance, confidence, trust, status, occurred_at, created_at, updated_at,
+                   last_accessed_at, access_count, archived_at, index_state, n)",
+    )
+    .bind(&b.ids)
+    .bind(&b.tenants)
+    .bind(&b.users)
+    .bind(&b.sessions)
+    .bind(&b.kinds)
+    .bind(&b.fact_types)
+    .bind(&b.contents)
+    .bind(&b.keys)
+    .bind(&b.entities)
+    .bind(&b.terms)
+    .bind(&b.importance)
+    .bind(&b.confidence)
+    .bind(&b.trust)
+    .bind(&b.status)
+    .bind(&b.occurred_at)
+    .bind(&b.created_at)
+    .bind(&b.updated_at)
+    .bind(&b.last_accessed_at)
+    .bind(&b.access_count)
+    .bind(&b.archived_at)
+    .bind(&b.index_state)
+    .bind(MODEL)
+    .bind(&b.embeddings)
+    .bind(DIMENSION as i32)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO memory_sources (memory_id, fact_id, tenant, turn_id, added_at)
+         SELECT id, 'fact-' || id, tenant, 'turn-' || id, created_at
+         FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) AS s(id, tenant, created_at)",
+    )
+    .bind(&b.ids)
+    .bind(&b.tenants)
+    .bind(&b.created_at)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+const PEOPLE: &[&str] = &[
+    "Caroline", "Melanie", "Tom", "Aiko", "Ravi", "Joanna", "Nate", "Deborah", "Omar", "Li",
+    "Priya", "Jonas", "Elena", "Kwame", "Sofia", "Mateo",
+];
+const PLACES: &[&str] = &[
+    "Lisbon", "Beijing", "Nairobi", "Austin", "Osaka", "Tallinn", "Lima", "Hanoi", "Oslo", "Quito",
+    "Porto", "Kyoto", "Dakar", "Denver", "Seville", "Bergen", "Cusco", "Malmo", "Tucson", "Hue",
+];
+const THINGS: &[&str] = &[
+    "jazz records",
+    "green tea",
+    "trail running",
+    "window seats",
+    "spicy ramen",
+    "board games",
+    "oil painting",
+    "sourdough bread",
+    "vintage cameras",
+    "chess puzzles",
+    "sea kayaking",
+    "science fiction",
+    "rock climbing",
+    "night trains",
+    "street food",
+    "old maps",
+];
+const EVENTS: &[&str] = &[
+    "hiked near",
+    "flew to",
+    "met friends in",
+    "ran a race in",
+    "visited a museum in",
+    "cooked dinner in",
+    "moved flat in",
+    "lost a wallet in",
+];
+const HEALTH: &[&str] = &[
+    "is allergic to peanuts",
+    "is allergic to shellfish",
+    "takes insulin before meals",
+    "carries an epipen",
+    "has asthma",
+    "is gluten intolerant",
+];
+const RULES: &[&str] = &[
+    "avoids meetings before ten",
+    "never flies on weekends",
+    "skips coffee after noon",
+    "wants replies in French",
+];
+const SUFFIXES: &[&str] = &[" too", " these days", " as always", " again"];
+
+/// One memory, before it is put in a batch.
+#[derive(Clone)]
+struct Memory {
+    id: Uuid,
+    user: usize,
+    session: String,
+    kind: &'static str,
+    fact_type: &'static str,
+    content: String,
+    entities: Vec<&'static str>,
+    importance: f32,
+    confidence: f32,
+    trust: &'static str,
+    status: &'static str,
+    occurred_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+    last_accessed_at: Option<DateTime<Utc>>,
+    access_count: i32,
+    archived_at: Option<DateTime<Utc>>,
+    embedding: Vec<f32>,
+}
+
+/// Deterministic memories: the same seed, users and clock give the same rows.
+struct Generator {
+    rng: Rng,
+    users: usize,
+    now: DateTime<Utc>,
+    /// A planted near-duplicate of the previous memory, written next.
+    pending: Option<Memory>,
+}
+
+impl Generator {
+    fn new(users: usize, now: DateTime<Utc>) -> Self {
+        Self {
+            rng: Rng(0x2545_f491_4f6c_dd1d),
+            users,
+            now,
+            pending: None,
+        }
+    }
+
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.rng.below(items.len())]
+    }
+
+    fn days(&mut self, from: f64, to: f64) -> Duration {
+        Duration::seconds(((from + (to - from) * self.rng.fraction()) * 86_400.0) as i64)
+    }
+
+    fn uuid(&mut self) -> Uuid {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&self.rng.next().to_le_bytes());
+        bytes[8..].copy_from_slice(&self.rng.next().to_le_bytes());
+        uuid::Builder::from_random_bytes(bytes).into_uuid()
+    }
+
+    fn unit_vector(&mut self) -> Vec<f32> {
+        let mut v: Vec<f32> = (0..DIMENSION).map(|_| self.rng.unit()).collect();
+        hindsight_embedder::normalise(&mut v);
+        v
+    }
+
+    /// A unit vector at cosine `cos` from unit vector `v`.
+    fn near(&mut self, v: &[f32], cos: f32) -> Vec<f32> {
+        let mut w = self.unit_vector();
+        let d: f32 = w.iter().zip(v).map(|(a, b)| a * b).sum();
+        w.iter_mut().zip(v).for_each(|(a, b)| *a -= d * b);
+        hindsight_embedder::normalise(&mut w);
+        let sin = (1.0 - cos * cos).sqrt();
+        let mut out: Vec<f32> = v.iter().zip(&w).map(|(a, b)| cos * a + sin * b).collect();
+        hindsight_embedder::normalise(&mut out);
+        out
+    }
+
+    fn next(&mut self) -> Memory {
+        if let Some(m) = self.pending.take() {
+            return m;
+        }
+        // Uneven users: the largest holds ~1% of the memories, the median ~0.08%.
+        let user =
+            ((self.users as f64 * self.rng.fraction().powf(1.5)) as usize).min(self.users - 1);
+        let (p, q) = (self.pick(PEOPLE), self.pick(PEOPLE));
+        let (place, thing) = (self.pick(PLACES), self.pick(THINGS));
+        let mix = self.rng.fraction();
+        let (kind, fact_type, content, entities) = if mix < 0.10 {
+            let event = self.pick(EVENTS);
+            let entities = match self.rng.below(3) {
+                0 => vec![place],
+                1 => vec![place, q],
+                _ => vec![place, q, p],
+            };
+            let content = format!("{p} {event} {place} with {q}");
+            ("episodic", "event", content, entities)
+        } else if mix < 0.12 {
+            let rule = if self.rng.chance(0.4) {
+                self.pick(HEALTH)
+            } else {
+                self.pick(RULES)
+            };
+            ("semantic", "constraint", format!("{p} {rule}"), vec![])
+        } else {
+            let (fact_type, content) = match self.rng.below(20) {
+                0..=5 => ("preference", format!("{p} prefers {thing} in {place}")),
+                6..=12 => ("fact", format!("{p} collects {thing}")),
+                13..=15 => ("plan", format!("{p} plans a trip to {place}")),
+                16..=18 => ("relation", format!("{p} is a friend of {q}")),
+                _ => ("entity", format!("{q} is a neighbour of {p} in {place}")),
+            };
+            let entities = if self.rng.chance(0.4) {
+                vec![p]
+            } else {
+                vec![]
+            };
+            ("semantic", fact_type, content, entities)
+        };
+        let mut age = self.days(0.0, 730.0);
+        let (mut status, mut archived_at) = ("active", None);
+        // Archived or deleted long ago: the purge's candidates.
+        if self.rng.chance(0.03) {
+            age = self.days(60.0, 730.0);
+            let archived = self.days(31.0, age.num_seconds() as f64 / 86_400.0);
+            status = if self.rng.chance(0.8) {
+                "archived"
+            } else {
+                "deleted"
+            };
+            archived_at = Some(self.now - archived);
+        }
+        let created_at = self.now - age;
+        // Most memories are never recalled; recalls are mostly recent.
+        let (access_count, last_accessed_at) = if self.rng.chance(0.25) {
+            let count = 60f64.powf(self.rng.fraction()) as i32;
+            let back = age.num_seconds() as f64 * self.rng.fraction().powi(3);
+            (
+                count.max(1),
+                Some(self.now - Duration::seconds(back as i64)),
+            )
+        } else {
+            (0, None)
+        };
+        let occurred_at = (kind == "episodic").then(|| created_at - self.days(0.0, 2.0));
+        let memory = Memory {
+            id: self.uuid(),
+            user,
+            session: format!("s{}", self.rng.below(40)),
+            kind,
+            fact_type,
+            content,
+            entities,
+            importance: 0.1 + 0.8 * self.rng.fraction() as f32,
+            confidence: 0.6 + 0.35 * self.rng.fraction() as f32,
+            trust: match self.rng.below(20) {
+                0 => "low",
+                1..=5 => "medium",
+                _ => "high",
+            },
+            status,
+            occurred_at,
+            created_at,
+            last_accessed_at,
+            access_count,
+            archived_at,
+            embedding: self.unit_vector(),
+        };
+        // About 1% of memories have a near-duplicate planted right after them.
+        if status == "active" && self.rng.chance(0.01) {
+            let cos = 0.96 + 0.035 * self.rng.fraction() as f32;
+            let suffix = self.pick(SUFFIXES);
+            let later = (memory.created_at + self.days(0.0, 3.0)).min(self.now);
+            let mut twin = memory.clone();
+            twin.id = self.uuid();
+            twin.content = format!("{}{suffix}", memory.content);
+            twin.importance = 0.1 + 0.8 * self.rng.fraction() as f32;
+            twin.created_at = later;
+            twin.occurred_at = memory.occurred_at.map(|t| t.max(later - Duration::days(2)));
+            twin.last_accessed_at = None;
+            twin.access_count = 0;
+            twin.embedding = self.near(&memory.embedding, cos);
+            self.pending = Some(twin);
+        }
+        memory
+    }
+
+    fn batch(&mut self, n: usize) -> Batch {
+        let mut b = Batch::default();
+        b.embeddings.reserve(n * DIMENSION);
+        for _ in 0..n {
+            let m = self.next();
+            let sep = SEPARATOR.to_string();
+            b.ids.push(m.id);
+            b.tenants.push(TENANTS[m.user % TENANTS.len()]);
+            b.users.push(format!("user-{:05}", m.user));
+            b.sessions.push(format!("{}-{}", m.user, m.session));
+            b.kinds.push(m.kind);
+            b.fact_types.push(m.fact_type);
+            b.keys.push(dedupe::content_key(&m.content));
+            b.terms.push(terms::distinct_terms(&m.content).join(&sep));
+            b.contents.push(m.content);
+            b.entities.push(m.entities.join(&sep));
+            b.importance.push(m.importance);
+            b.confidence.push(m.confidence);
+            b.trust.push(m.trust);
+            b.status.push(m.status);
+            b.occurred_at.push(m.occurred_at);
+            b.created_at.push(m.created_at);
+            b.updated_at.push(m.archived_at.unwrap_or(m.created_at));
+            b.last_accessed_at.push(m.last_accessed_at);
+            b.access_count.push(m.access_count);
+            b.archived_at.push(m.archived_at);
+            b.index_state.push(if m.status == "active" {
+                "indexed"
+            } else {
+                "removed"
+            });
+            b.embeddings.extend_from_slice(&m.embedding);
+        }
+        b
+    }
+}
