@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub mod fake_llm;
+pub mod prometheus;
 pub mod seed;
 pub mod stack;
 pub mod switchable_index;

@@ -23,6 +23,9 @@ pub struct Stack {
 impl Stack {
     /// Starts everything on `index` and waits until every part is ready.
     pub async fn start(d: &Deployment, index: Arc<dyn VectorIndex>) -> Self {
+        // As `hindsight up` does: the recorder is installed on first use, and
+        // whatever is counted before then is lost to `/metrics`.
+        let _ = hindsight_shared::telemetry::prometheus();
         let ctx = &d.ctx;
         let embedder = hindsight_embedder::from_config(&ctx.config.embed)
             .expect("the local model (./ops/setup.sh fetches it)");
