@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up what hindsight needs on a machine of this kind (Debian, root, Rust
 # toolchain present): NATS with JetStream and PostgreSQL running on loopback.
-# Idempotent: anything already there is left alone. Sourced or run by up.sh and test.sh.
+# Idempotent: anything already there is left alone. Run by up.sh and test.sh
+# (which passes --browser: Chromium for the /ops page test).
 set -euo pipefail
 
 log() { printf '[setup] %s\n' "$*" >&2; }
@@ -17,6 +18,11 @@ apt_install() {
 }
 
 command -v cargo >/dev/null || { log "cargo is missing: install the Rust toolchain (rustup) first"; exit 1; }
+
+# --browser: also Debian's Chromium, for the /ops page test (the test command passes it).
+if [ "${1:-}" = "--browser" ] && [ -z "${HINDSIGHT_CHROMIUM:-}" ] && ! command -v chromium >/dev/null; then
+  apt_install chromium
+fi
 
 # NATS with JetStream, unless HINDSIGHT_NATS_URL points elsewhere.
 if [ -z "${HINDSIGHT_NATS_URL:-}" ]; then

@@ -3,7 +3,7 @@
 # every unit and integration test against the real NATS and PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./ops/setup.sh
+./ops/setup.sh --browser
 echo "[test] cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "[test] cargo clippy" >&2

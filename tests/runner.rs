@@ -109,7 +109,7 @@ async fn a_message_that_keeps_failing_is_dead_lettered_after_max_deliver() {
     let letter = &deployment.dead_letters().await[0];
     assert_eq!(
         letter.reason,
-        "gave up after 3 deliveries: dependency unavailable"
+        "retries exhausted: after 3 deliveries: dependency unavailable"
     );
     assert_eq!(
         (

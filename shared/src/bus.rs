@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 
-use crate::{config::Config, retry};
+use crate::{
+    config::{Config, mask_url},
+    retry,
+};
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot reach NATS at {url}: {reason}")]
@@ -25,8 +28,16 @@ impl Bus {
     /// Once connected, the client reconnects by itself forever.
     pub async fn connect(config: &Config) -> Result<Self, BusError> {
         let url = config.nats_url.clone();
+        let login = credentials(&url);
         let client = retry::with_backoff("nats", Duration::from_secs(30), || {
-            async_nats::ConnectOptions::new()
+            let options = match &login {
+                Some((user, password)) => async_nats::ConnectOptions::with_user_and_password(
+                    user.clone(),
+                    password.clone(),
+                ),
+                None => async_nats::ConnectOptions::new(),
+            };
+            options
                 .name(format!("hindsight/{}", config.namespace))
                 .retry_on_initial_connect()
                 .connection_timeout(Duration::from_secs(5))
@@ -42,10 +53,34 @@ impl Bus {
         })
         .await
         .map_err(|e| BusError {
-            url: url.clone(),
+            url: mask_url(&url),
             reason: e.to_string(),
         })?;
         let js = jetstream::new(client.clone());
         Ok(Self { client, js })
+    }
+}
+
+/// The user and password in `nats://user:password@host:port`, percent-decoded.
+/// async-nats takes a login only from its options, not from the URL.
+fn credentials(url: &str) -> Option<(String, String)> {
+    let addr: async_nats::ServerAddr = url.split(',').next()?.trim().parse().ok()?;
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    Some((decode(addr.username()?), decode(addr.password()?)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_login_comes_from_the_url() {
+        assert_eq!(
+            super::credentials("nats://hindsight:p%40ss@nats:4222"),
+            Some(("hindsight".into(), "p@ss".into()))
+        );
+        assert_eq!(super::credentials("nats://127.0.0.1:4222"), None);
     }
 }

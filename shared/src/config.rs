@@ -198,6 +198,11 @@ pub const SETTINGS: &[Setting] = &[
         "Host headers the streamable-HTTP MCP endpoint (`/mcp`) accepts (DNS-rebinding protection); add the names clients use, e.g. `gateway` in compose.",
     ),
     setting(
+        "HINDSIGHT_OPS_POLL",
+        "15s",
+        "How often the gateway reads consumer lag, DLQ depth, memory counts and the last maintenance run, for its gauges on `/metrics` and the `/ops` page.",
+    ),
+    setting(
         "HINDSIGHT_JANITOR_CRON",
         "0 0 2 * * Sun",
         "When the janitor runs (cron with seconds, UTC; default Sunday 02:00). A run missed while no janitor was up starts at the next start-up.",
@@ -268,6 +273,7 @@ pub struct Config {
     pub dedupe_threshold: f32,
     pub recall: RecallConfig,
     pub mcp_allowed_hosts: Vec<String>,
+    pub ops_poll: Duration,
     pub janitor: JanitorConfig,
     pub log: String,
     pub log_format: LogFormat,
@@ -406,6 +412,15 @@ impl Config {
                 .map(|h| h.trim().to_string())
                 .filter(|h| !h.is_empty())
                 .collect(),
+            ops_poll: parse_with(get("HINDSIGHT_OPS_POLL"), |v| {
+                duration::parse(v).and_then(|d| {
+                    if d >= Duration::from_secs(1) {
+                        Ok(d)
+                    } else {
+                        Err("must be at least 1s".into())
+                    }
+                })
+            })?,
             janitor: JanitorConfig {
                 cron: parse_with(get("HINDSIGHT_JANITOR_CRON"), |v| {
                     if v.split_whitespace().count() == 6 {
@@ -558,6 +573,10 @@ impl Config {
             (
                 "HINDSIGHT_MCP_ALLOWED_HOSTS",
                 self.mcp_allowed_hosts.join(","),
+            ),
+            (
+                "HINDSIGHT_OPS_POLL",
+                format!("{}ms", self.ops_poll.as_millis()),
             ),
             ("HINDSIGHT_JANITOR_CRON", self.janitor.cron.clone()),
             (

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use metrics::{counter, describe_counter, describe_histogram, histogram};
+use metrics::{counter, gauge, histogram};
 
 /// The reason code of a free-text reason: the part before the first ':'
 /// (`"repeat: same as turn t-9"` → `repeat`). Metric labels take the code only,
@@ -14,99 +14,90 @@ pub fn reason_code(reason: &str) -> &str {
     reason.split(':').next().unwrap_or(reason).trim()
 }
 
+/// What a metric is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// One metric hindsight records: its name, kind, labels and help text.
+#[derive(Debug, Clone, Copy)]
+pub struct Metric {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub labels: &'static [&'static str],
+    pub help: &'static str,
+}
+
+const fn metric(
+    name: &'static str,
+    kind: Kind,
+    labels: &'static [&'static str],
+    help: &'static str,
+) -> Metric {
+    Metric {
+        name,
+        kind,
+        labels,
+        help,
+    }
+}
+
+use Kind::{Counter, Gauge, Histogram};
+
+/// Every metric hindsight records. The events below are the only places that
+/// record them; the dashboards and the compose test read names from here.
+#[rustfmt::skip]
+pub const METRICS: &[Metric] = &[
+    metric("hindsight_stage_received_total", Counter, &["stage", "tenant"], "Messages a stage received."),
+    metric("hindsight_stage_emitted_total", Counter, &["stage", "tenant"], "Messages a stage published to its output."),
+    metric("hindsight_stage_dropped_total", Counter, &["stage", "tenant", "reason"], "Inputs a stage dropped on purpose, by reason code."),
+    metric("hindsight_stage_rejected_total", Counter, &["stage", "tenant", "reason"], "Inputs a stage moved to the DLQ, by reason code."),
+    metric("hindsight_stage_retried_total", Counter, &["stage", "tenant"], "Inputs a stage will retry after a transient failure."),
+    // Batches mix tenants, so batch timings are per stage only.
+    metric("hindsight_stage_logic_seconds", Histogram, &["stage"], "Time a stage's own logic spent on one batch (transport excluded)."),
+    metric("hindsight_stage_handle_seconds", Histogram, &["stage"], "Time a stage spent on one batch, publishing and acking included."),
+    metric("hindsight_stage_batch_size", Histogram, &["stage"], "Messages per batch handed to a stage."),
+    metric("hindsight_consumer_pending", Gauge, &["stream", "consumer"], "Messages a stage's consumer has not been delivered yet (polled by the gateway)."),
+    metric("hindsight_consumer_ack_pending", Gauge, &["stream", "consumer"], "Messages delivered to a stage and not acked yet (polled by the gateway)."),
+    metric("hindsight_consumer_redelivered", Gauge, &["stream", "consumer"], "Messages a consumer is redelivering (polled by the gateway)."),
+    metric("hindsight_dlq_depth", Gauge, &["stage", "tenant"], "Dead letters waiting in the DLQ (polled by the gateway)."),
+    metric("hindsight_llm_calls_total", Counter, &["tenant", "model", "outcome"], "LLM calls, by outcome (ok, transient_error, format_refused, error)."),
+    metric("hindsight_llm_failures_total", Counter, &["tenant", "model", "outcome"], "LLM calls that failed, by outcome."),
+    metric("hindsight_llm_tokens_total", Counter, &["tenant", "model", "kind"], "LLM tokens, by kind (prompt, completion)."),
+    metric("hindsight_llm_call_seconds", Histogram, &["model"], "Latency of one LLM call."),
+    metric("hindsight_facts_extracted_total", Counter, &["tenant", "extractor"], "Facts extracted, by extractor (rules, llm, rules-fallback)."),
+    metric("hindsight_turns_without_facts_total", Counter, &["tenant"], "Kept turns that yielded no fact."),
+    metric("hindsight_embed_batch_size", Histogram, &["model"], "Texts per embedder call."),
+    metric("hindsight_embed_seconds", Histogram, &["model"], "Latency of one embedder call."),
+    metric("hindsight_embed_failures_total", Counter, &["model"], "Embedder calls that failed."),
+    metric("hindsight_dedupe_total", Counter, &["tenant", "outcome"], "Facts persisted, by outcome (created, merged, exact, superseded, quarantined)."),
+    metric("hindsight_memories", Gauge, &["tenant", "status"], "Memories by status (polled by the gateway)."),
+    metric("hindsight_recall_total", Counter, &["tenant"], "Recalls answered."),
+    metric("hindsight_recall_seconds", Histogram, &[], "Latency of one recall, end to end."),
+    metric("hindsight_recall_part_seconds", Histogram, &["part"], "Latency of one part of a recall: the query embedding (embed), each channel (dense, keyword, entity), reading rows (rows), fusion and scoring (rank)."),
+    metric("hindsight_recall_degraded_total", Counter, &["tenant"], "Recalls answered without the vector channel."),
+    metric("hindsight_working_write_log_failures_total", Counter, &["record"], "Working-memory writes whose write-log record was lost."),
+    metric("hindsight_janitor_run_seconds", Histogram, &["dry_run", "status"], "Duration of one maintenance run."),
+    metric("hindsight_janitor_runs_total", Counter, &["dry_run", "status"], "Maintenance runs, by status (finished, failed)."),
+    metric("hindsight_janitor_changes_total", Counter, &["step"], "Memories a real maintenance run changed, by step (decayed, merged, archived, consolidated, summaries, purged)."),
+    metric("hindsight_janitor_last_run_timestamp_seconds", Gauge, &[], "When the last real maintenance run finished (polled by the gateway)."),
+];
+
 /// Registers help texts; called once when the recorder is installed.
 pub fn describe() {
-    describe_counter!(
-        "hindsight_stage_received_total",
-        "Messages a stage received, by stage and tenant."
-    );
-    describe_counter!(
-        "hindsight_stage_emitted_total",
-        "Messages a stage published to its output, by stage and tenant."
-    );
-    describe_counter!(
-        "hindsight_stage_dropped_total",
-        "Inputs a stage dropped on purpose, by stage, tenant and reason."
-    );
-    describe_counter!(
-        "hindsight_stage_rejected_total",
-        "Inputs a stage moved to the DLQ, by stage, tenant and reason."
-    );
-    describe_counter!(
-        "hindsight_stage_retried_total",
-        "Inputs a stage will retry after a transient failure, by stage and tenant."
-    );
-    describe_histogram!(
-        "hindsight_stage_logic_seconds",
-        metrics::Unit::Seconds,
-        "Time a stage's own logic spent on one batch (transport excluded)."
-    );
-    describe_histogram!(
-        "hindsight_stage_handle_seconds",
-        metrics::Unit::Seconds,
-        "Time a stage spent on one batch, publishing and acking included."
-    );
-    describe_histogram!(
-        "hindsight_stage_batch_size",
-        metrics::Unit::Count,
-        "Messages per batch handed to a stage."
-    );
-    describe_counter!(
-        "hindsight_llm_calls_total",
-        "LLM calls, by tenant, model and outcome (ok, transient_error, format_refused, error)."
-    );
-    describe_counter!(
-        "hindsight_llm_failures_total",
-        "LLM calls that failed, by tenant, model and outcome."
-    );
-    describe_counter!(
-        "hindsight_llm_tokens_total",
-        "LLM tokens, by tenant, model and kind (prompt, completion)."
-    );
-    describe_histogram!(
-        "hindsight_llm_call_seconds",
-        metrics::Unit::Seconds,
-        "Latency of one LLM call, by model."
-    );
-    describe_counter!(
-        "hindsight_facts_extracted_total",
-        "Facts extracted, by tenant and extractor (rules, llm, rules-fallback)."
-    );
-    describe_counter!(
-        "hindsight_dedupe_total",
-        "Facts persisted, by tenant and outcome (created, merged, exact, superseded, quarantined)."
-    );
-    describe_histogram!(
-        "hindsight_embed_batch_size",
-        metrics::Unit::Count,
-        "Texts per embedder call, by model."
-    );
-    describe_histogram!(
-        "hindsight_embed_seconds",
-        metrics::Unit::Seconds,
-        "Latency of one embedder call, by model."
-    );
-    describe_counter!(
-        "hindsight_embed_failures_total",
-        "Embedder calls that failed, by model."
-    );
-    describe_counter!(
-        "hindsight_turns_without_facts_total",
-        "Kept turns that yielded no fact, by tenant."
-    );
-    describe_histogram!(
-        "hindsight_janitor_run_seconds",
-        metrics::Unit::Seconds,
-        "Duration of one maintenance run, by dry_run and status."
-    );
-    describe_counter!(
-        "hindsight_janitor_runs_total",
-        "Maintenance runs, by dry_run and status (finished, failed)."
-    );
-    describe_counter!(
-        "hindsight_janitor_changes_total",
-        "Memories a real maintenance run changed, by step (decayed, merged, archived, consolidated, summaries, purged)."
-    );
+    for m in METRICS {
+        match m.kind {
+            Counter => metrics::describe_counter!(m.name, m.help),
+            Gauge => metrics::describe_gauge!(m.name, m.help),
+            Histogram if m.name.ends_with("_seconds") => {
+                metrics::describe_histogram!(m.name, metrics::Unit::Seconds, m.help)
+            }
+            Histogram => metrics::describe_histogram!(m.name, metrics::Unit::Count, m.help),
+        }
+    }
 }
 
 /// A maintenance run ended.
@@ -305,7 +296,8 @@ impl Rejected<'_> {
         counter!(
             "hindsight_stage_rejected_total",
             "stage" => self.stage,
-            "tenant" => self.tenant.to_string()
+            "tenant" => self.tenant.to_string(),
+            "reason" => reason_code(self.reason).to_string()
         )
         .increment(1);
     }
@@ -362,11 +354,217 @@ impl BatchHandled {
     }
 }
 
+/// A recall was answered.
+pub struct Recalled<'a> {
+    pub tenant: &'a str,
+    pub elapsed: Duration,
+    pub memories: usize,
+    pub tokens: usize,
+}
+
+impl Recalled<'_> {
+    pub fn emit(self) {
+        tracing::debug!(
+            tenant = self.tenant,
+            ms = self.elapsed.as_secs_f64() * 1000.0,
+            memories = self.memories,
+            tokens = self.tokens,
+            "recalled"
+        );
+        histogram!("hindsight_recall_seconds").record(self.elapsed.as_secs_f64());
+        counter!("hindsight_recall_total", "tenant" => self.tenant.to_string()).increment(1);
+    }
+}
+
+/// One part of a recall finished (the query embedding, a channel, fusion).
+pub struct RecallPart {
+    pub part: &'static str,
+    pub elapsed: Duration,
+}
+
+impl RecallPart {
+    pub fn emit(self) {
+        let seconds = self.elapsed.as_secs_f64();
+        tracing::debug!(part = self.part, ms = seconds * 1000.0, "recall part");
+        histogram!("hindsight_recall_part_seconds", "part" => self.part).record(seconds);
+    }
+}
+
+/// A recall was answered without the vector channel.
+pub struct RecallDegraded<'a> {
+    pub tenant: &'a str,
+    pub reason: &'a str,
+}
+
+impl RecallDegraded<'_> {
+    pub fn emit(self) {
+        tracing::warn!(
+            tenant = self.tenant,
+            reason = self.reason,
+            "recall degraded to the keyword, filter and entity channels"
+        );
+        counter!("hindsight_recall_degraded_total", "tenant" => self.tenant.to_string())
+            .increment(1);
+    }
+}
+
+/// A working-memory write succeeded but its write-log record was lost.
+pub struct WorkingWriteLogFailed<'a> {
+    /// `write` or `expiry`: which record.
+    pub record: &'static str,
+    pub reason: &'a str,
+}
+
+impl WorkingWriteLogFailed<'_> {
+    pub fn emit(self) {
+        tracing::warn!(
+            record = self.record,
+            reason = self.reason,
+            "working-memory write log: record lost"
+        );
+        counter!("hindsight_working_write_log_failures_total", "record" => self.record)
+            .increment(1);
+    }
+}
+
+/// The gateway read a stage consumer's state from JetStream.
+pub struct ConsumerObserved<'a> {
+    pub stream: &'a str,
+    pub consumer: &'a str,
+    pub pending: u64,
+    pub ack_pending: u64,
+    pub redelivered: u64,
+}
+
+impl ConsumerObserved<'_> {
+    pub fn emit(self) {
+        let (stream, consumer) = (self.stream.to_string(), self.consumer.to_string());
+        gauge!("hindsight_consumer_pending", "stream" => stream.clone(), "consumer" => consumer.clone())
+            .set(self.pending as f64);
+        gauge!("hindsight_consumer_ack_pending", "stream" => stream.clone(), "consumer" => consumer.clone())
+            .set(self.ack_pending as f64);
+        gauge!("hindsight_consumer_redelivered", "stream" => stream, "consumer" => consumer)
+            .set(self.redelivered as f64);
+    }
+}
+
+/// The gateway counted the dead letters of one stage and tenant (0 once a
+/// subject it saw before is empty, so the gauge does not stick).
+pub struct DlqObserved<'a> {
+    pub stage: &'a str,
+    pub tenant: &'a str,
+    pub depth: u64,
+}
+
+impl DlqObserved<'_> {
+    pub fn emit(self) {
+        gauge!("hindsight_dlq_depth", "stage" => self.stage.to_string(), "tenant" => self.tenant.to_string())
+            .set(self.depth as f64);
+    }
+}
+
+/// The gateway counted one tenant's memories in one status.
+pub struct MemoriesObserved<'a> {
+    pub tenant: &'a str,
+    pub status: &'a str,
+    pub count: u64,
+}
+
+impl MemoriesObserved<'_> {
+    pub fn emit(self) {
+        gauge!("hindsight_memories", "tenant" => self.tenant.to_string(), "status" => self.status.to_string())
+            .set(self.count as f64);
+    }
+}
+
+/// The gateway read when the last real maintenance run finished.
+pub struct JanitorLastRunObserved {
+    pub finished_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl JanitorLastRunObserved {
+    pub fn emit(self) {
+        gauge!("hindsight_janitor_last_run_timestamp_seconds")
+            .set(self.finished_at.timestamp() as f64);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn reason_codes_are_the_part_before_the_colon() {
         assert_eq!(super::reason_code("repeat: same as before"), "repeat");
         assert_eq!(super::reason_code("pleasantry"), "pleasantry");
+    }
+
+    #[test]
+    fn every_metric_is_named_once() {
+        let mut names: Vec<&str> = super::METRICS.iter().map(|m| m.name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "a metric is listed twice");
+    }
+
+    /// Metrics are recorded only by the events in this file, so every name and
+    /// label set is defined once.
+    #[test]
+    fn no_metric_is_recorded_outside_this_file() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut offenders = Vec::new();
+        for dir in ["shared", "services", "tests"] {
+            visit(&root.join(dir), &mut offenders);
+        }
+        assert!(
+            offenders.is_empty(),
+            "metrics recorded outside events.rs: {offenders:?}"
+        );
+    }
+
+    fn visit(dir: &std::path::Path, offenders: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if !path.ends_with("target") {
+                    visit(&path, offenders);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && !path.ends_with("src/events.rs")
+            {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                for mac in ["counter!(", "gauge!(", "histogram!("] {
+                    if text.contains(mac) {
+                        offenders.push(format!("{} ({mac})", path.display()));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_recorded_name_is_listed() {
+        let text = include_str!("events.rs");
+        let listed: Vec<&str> = super::METRICS.iter().map(|m| m.name).collect();
+        for mac in ["counter!(", "gauge!(", "histogram!("] {
+            for (i, _) in text.match_indices(mac) {
+                let rest = &text[i + mac.len()..];
+                let Some(start) = rest.find('"') else {
+                    continue;
+                };
+                let name: String = rest[start + 1..]
+                    .chars()
+                    .take_while(|c| *c != '"')
+                    .collect();
+                if name.starts_with("hindsight_") {
+                    assert!(
+                        listed.contains(&name.as_str()),
+                        "{name} is recorded but not in METRICS"
+                    );
+                }
+            }
+        }
     }
 }

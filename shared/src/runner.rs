@@ -358,7 +358,10 @@ impl<S: Stage> Runner<S> {
 
     async fn retry(&self, input: &Pulled, reason: &str) {
         if input.delivered >= self.options.max_deliver {
-            let reason = format!("gave up after {} deliveries: {reason}", input.delivered);
+            let reason = format!(
+                "retries exhausted: after {} deliveries: {reason}",
+                input.delivered
+            );
             self.dead_letter(input, &reason).await;
             return;
         }

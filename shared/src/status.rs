@@ -12,6 +12,9 @@ pub struct ConsumerStatus {
     pub pending: u64,
     pub ack_pending: u64,
     pub redelivered: u64,
+    /// Deliveries acknowledged so far (the consumer's ack floor): what the
+    /// stage has handled since the consumer was created.
+    pub acked: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -56,6 +59,7 @@ pub async fn collect(
                     pending: info.num_pending,
                     ack_pending: info.num_ack_pending as u64,
                     redelivered: info.num_redelivered as u64,
+                    acked: info.ack_floor.consumer_sequence,
                 });
             }
         }

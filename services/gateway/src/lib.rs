@@ -1,11 +1,13 @@
 //! The gateway: recall and memory administration for agents and operators,
 //! over HTTP ([`http`]), NATS request-reply ([`nats`]) and MCP ([`mcp`]). The
-//! operations live once, in [`api`].
+//! operations live once, in [`api`]. [`ops`] is the operators' status page
+//! and the gauges it polls.
 
 pub mod api;
 pub mod http;
 pub mod mcp;
 pub mod nats;
+pub mod ops;
 
 use std::{sync::Arc, time::Duration};
 
@@ -48,10 +50,21 @@ pub async fn task(ctx: &Context, index: Option<Arc<dyn VectorIndex>>) -> anyhow:
         ctx.config.namespace.clone(),
     );
     let mcp = mcp::router(gateway.clone(), &ctx.config.mcp_allowed_hosts);
-    let routes = http::router(gateway.clone(), Some(mcp));
+    let observer = ops::Observer::new(
+        ctx.bus.js.clone(),
+        ctx.config.namespace.clone(),
+        ctx.store.clone(),
+    );
+    let poll_every = ctx.config.ops_poll;
+    // `/ops` is for operators, like `/metrics`: outside the key authentication.
+    let routes =
+        http::router(gateway.clone(), Some(mcp)).merge(ops::router(observer.clone(), poll_every));
     Ok(service::serving(
         "gateway",
         routes,
-        move |ready, shutdown| nats::serve(gateway, ready, shutdown),
+        move |ready, shutdown| {
+            tokio::spawn(ops::poll(observer, poll_every, shutdown.clone()));
+            nats::serve(gateway, ready, shutdown)
+        },
     ))
 }

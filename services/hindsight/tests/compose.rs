@@ -1212,8 +1212,6 @@ async fn nats_tenant_users_reach_only_their_own_subjects() {
 /// The hindsight services connect with `HINDSIGHT_NATS_URL`, which in
 /// docker-compose.yml carries the service user's credentials.
 #[tokio::test]
-#[ignore = "async-nats 0.51 ignores credentials in the URL (nats-io/nats.rs#1623); passes once \
-            shared/src/bus.rs hands the URL's user and password to ConnectOptions"]
 async fn the_bus_logs_in_with_the_credentials_in_its_url() {
     let Some(server) = nats_server_binary() else {
         return;

@@ -13,6 +13,7 @@ use hindsight_index::{Collection, Scope, VectorIndex};
 use hindsight_shared::{
     Namespace,
     config::RecallConfig,
+    events,
     recall::{
         budget, conflicts, diversity, entities,
         fusion::{self, RRF_K, Weights},
@@ -165,10 +166,11 @@ impl Recaller {
         let timed = |name: &'static str| {
             let t = Instant::now();
             move || {
-                let seconds = t.elapsed().as_secs_f64();
-                metrics::histogram!("hindsight_recall_part_seconds", "part" => name)
-                    .record(seconds);
-                tracing::debug!(part = name, ms = seconds * 1000.0, "recall part");
+                events::RecallPart {
+                    part: name,
+                    elapsed: t.elapsed(),
+                }
+                .emit()
             }
         };
         let (dense, keyword, filtered, entity, working) = tokio::join!(
@@ -213,8 +215,11 @@ impl Recaller {
         let (dense, degraded_reason) = match dense {
             Ok(ids) => (ids, None),
             Err(reason) => {
-                metrics::counter!("hindsight_recall_degraded_total").increment(1);
-                tracing::warn!(%reason, "recall degraded to the keyword, filter and entity channels");
+                events::RecallDegraded {
+                    tenant,
+                    reason: &reason,
+                }
+                .emit();
                 (Vec::new(), Some(reason))
             }
         };
@@ -318,8 +323,13 @@ impl Recaller {
             .iter()
             .map(|m| budget::estimate_tokens(&m.content))
             .sum();
-        metrics::histogram!("hindsight_recall_seconds").record(started.elapsed().as_secs_f64());
-        metrics::counter!("hindsight_recall_total").increment(1);
+        events::Recalled {
+            tenant,
+            elapsed: started.elapsed(),
+            memories: memories.len(),
+            tokens,
+        }
+        .emit();
         Ok(RecallResponse {
             memories,
             degraded: degraded_reason.is_some(),
@@ -354,9 +364,11 @@ impl Recaller {
                 .ok_or_else(|| {
                     "the embedder returned no vector; answered from keyword search".to_string()
                 })?;
-            let seconds = embed_started.elapsed().as_secs_f64();
-            metrics::histogram!("hindsight_recall_part_seconds", "part" => "embed").record(seconds);
-            tracing::debug!(part = "embed", ms = seconds * 1000.0, "recall part");
+            events::RecallPart {
+                part: "embed",
+                elapsed: embed_started.elapsed(),
+            }
+            .emit();
             let collection = Collection::for_model(&self.namespace, embedder.model());
             let scope = Scope {
                 tenant: tenant.to_string(),

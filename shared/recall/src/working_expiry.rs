@@ -185,9 +185,7 @@ impl WriteLog {
 
     /// The working-memory write itself succeeded; only its accounting did not.
     fn failed(&self, record: &'static str, reason: &str) {
-        metrics::counter!("hindsight_working_write_log_failures_total", "record" => record)
-            .increment(1);
-        tracing::warn!(record, reason, "working-memory write log: record lost");
+        hindsight_shared::events::WorkingWriteLogFailed { record, reason }.emit();
     }
 }
 

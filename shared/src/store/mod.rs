@@ -6,6 +6,7 @@ mod db;
 pub mod keyword;
 pub mod maintenance;
 pub mod memories;
+pub mod observe;
 pub mod recall;
 pub mod tenants;
 pub mod turns;

@@ -28,7 +28,7 @@ pub struct RunRow {
     pub host: Option<String>,
 }
 
-const RUN_COLUMNS: &str = "id, tenant, started_at, finished_at, as_of, scheduled_for, trigger, dry_run, status, counts, errors, restored_at, host";
+pub(crate) const RUN_COLUMNS: &str = "id, tenant, started_at, finished_at, as_of, scheduled_for, trigger, dry_run, status, counts, errors, restored_at, host";
 
 /// A new run to record.
 #[derive(Debug, Clone)]
