@@ -35,7 +35,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_NATS_URL",
         "nats://127.0.0.1:4222",
-        "NATS server with JetStream enabled.",
+        "NATS server with JetStream enabled; `nats://user:password@host:port` logs in as that user (the password is masked when printed).",
     ),
     Setting {
         env: "HINDSIGHT_DATABASE_URL",
