@@ -149,7 +149,12 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_EMBED_BATCH",
         "16",
-        "Facts embedded together in one micro-batch.",
+        "Facts embedded together in one micro-batch (one call to the embedder).",
+    ),
+    setting(
+        "HINDSIGHT_EMBED_WINDOW",
+        "64",
+        "Facts the embed stage takes at once and sorts by length before embedding them `HINDSIGHT_EMBED_BATCH` at a time, so texts of similar length share a micro-batch (less padding).",
     ),
     setting(
         "HINDSIGHT_EMBED_LINGER",
@@ -288,6 +293,7 @@ pub struct EmbedConfig {
     pub model: String,
     pub dimension: usize,
     pub batch: usize,
+    pub window: usize,
     pub linger: Duration,
 }
 
@@ -388,6 +394,7 @@ impl Config {
                 model: get("HINDSIGHT_EMBED_MODEL").1,
                 dimension: parse_with(get("HINDSIGHT_EMBED_DIMENSION"), positive)?,
                 batch: parse_with(get("HINDSIGHT_EMBED_BATCH"), positive)?,
+                window: parse_with(get("HINDSIGHT_EMBED_WINDOW"), positive)?,
                 linger: parse_with(get("HINDSIGHT_EMBED_LINGER"), duration::parse)?,
             },
             index: IndexConfig {
@@ -529,6 +536,7 @@ impl Config {
                 self.embed.dimension.to_string(),
             ),
             ("HINDSIGHT_EMBED_BATCH", self.embed.batch.to_string()),
+            ("HINDSIGHT_EMBED_WINDOW", self.embed.window.to_string()),
             (
                 "HINDSIGHT_EMBED_LINGER",
                 format!("{}ms", self.embed.linger.as_millis()),

@@ -1,7 +1,8 @@
-//! The embed stage: facts in, embedded facts out. Facts from many messages are
-//! gathered into micro-batches (`HINDSIGHT_EMBED_BATCH`, 16) with a short
-//! linger (`HINDSIGHT_EMBED_LINGER`, 20 ms) so a lone fact is not held back;
-//! each message is acked only after the batch holding it was published.
+//! The embed stage: facts in, embedded facts out. The stage takes up to
+//! `HINDSIGHT_EMBED_WINDOW` (64) facts at once, waiting at most
+//! `HINDSIGHT_EMBED_LINGER` (20 ms) so a lone fact is not held back, sorts them
+//! by length and embeds them `HINDSIGHT_EMBED_BATCH` (16) at a time; each
+//! message is acked only after its embedded fact was published.
 
 use std::{sync::Arc, time::Duration};
 
@@ -16,6 +17,7 @@ pub use hindsight_embedder::from_config as embedder;
 pub struct EmbedStage {
     embedder: Arc<dyn Embedder>,
     batch: usize,
+    window: usize,
     linger: Duration,
 }
 
@@ -24,6 +26,7 @@ impl EmbedStage {
         Self {
             embedder,
             batch: config.embed.batch,
+            window: config.embed.window.max(config.embed.batch),
             linger: config.embed.linger,
         }
     }
@@ -39,7 +42,7 @@ impl Stage for EmbedStage {
     const OUTPUT: Option<Topic> = Some(Topic::Embedded);
 
     fn batching(&self) -> Option<(usize, Duration)> {
-        Some((self.batch, self.linger))
+        Some((self.window, self.linger))
     }
 
     fn decode(&self, payload: &[u8]) -> Result<Fact, String> {
@@ -47,9 +50,41 @@ impl Stage for EmbedStage {
     }
 
     async fn handle(&self, batch: &[Delivery<Fact>]) -> Vec<Outcome<EmbeddedFact>> {
-        let texts: Vec<String> = batch.iter().map(|d| d.input.content.clone()).collect();
+        // Texts of similar length share a micro-batch: the model pads each
+        // batch to its longest text, and attention grows with its square.
+        let mut order: Vec<usize> = (0..batch.len()).collect();
+        order.sort_by_key(|&i| batch[i].input.content.len());
+        let mut outcomes: Vec<Option<Outcome<EmbeddedFact>>> =
+            (0..batch.len()).map(|_| None).collect();
+        for chunk in order.chunks(self.batch) {
+            let texts: Vec<String> = chunk
+                .iter()
+                .map(|&i| batch[i].input.content.clone())
+                .collect();
+            for (&i, outcome) in chunk
+                .iter()
+                .zip(self.embed_chunk(&texts, batch, chunk).await)
+            {
+                outcomes[i] = Some(outcome);
+            }
+        }
+        outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| Outcome::Retry("not embedded".into())))
+            .collect()
+    }
+}
+
+impl EmbedStage {
+    /// Embeds one micro-batch: the facts `chunk` points at in `batch`.
+    async fn embed_chunk(
+        &self,
+        texts: &[String],
+        batch: &[Delivery<Fact>],
+        chunk: &[usize],
+    ) -> Vec<Outcome<EmbeddedFact>> {
         let started = std::time::Instant::now();
-        let result = self.embedder.embed(&texts).await;
+        let result = self.embedder.embed(texts).await;
         events::Embedded {
             model: &self.embedder.model().name,
             texts: texts.len(),
@@ -58,12 +93,12 @@ impl Stage for EmbedStage {
         }
         .emit();
         match result {
-            Ok(vectors) if vectors.len() == batch.len() => batch
+            Ok(vectors) if vectors.len() == chunk.len() => chunk
                 .iter()
                 .zip(vectors)
-                .map(|(d, vector)| {
+                .map(|(&i, vector)| {
                     Outcome::Emit(vec![EmbeddedFact {
-                        fact: d.input.clone(),
+                        fact: batch[i].input.clone(),
                         model: self.embedder.model().clone(),
                         vector,
                     }])
@@ -73,18 +108,18 @@ impl Stage for EmbedStage {
                 let reason = format!(
                     "the embedder returned {} vectors for {} texts",
                     vectors.len(),
-                    batch.len()
+                    chunk.len()
                 );
-                batch
+                chunk
                     .iter()
                     .map(|_| Outcome::Retry(reason.clone()))
                     .collect()
             }
-            Err(e) if e.is_transient() => batch
+            Err(e) if e.is_transient() => chunk
                 .iter()
                 .map(|_| Outcome::Retry(e.to_string()))
                 .collect(),
-            Err(e) => batch
+            Err(e) => chunk
                 .iter()
                 .map(|_| Outcome::Reject(e.to_string()))
                 .collect(),
