@@ -61,9 +61,13 @@ impl Namespace {
         format!("{}.{}.>", self.0, topic.token())
     }
 
-    /// `<ns>.dlq.<stage>.<tenant>`.
+    /// `<ns>.dlq.<stage>.<tenant>`. The tenant comes from the subject the input
+    /// arrived on, which a publisher chose: whatever would not make it one
+    /// literal token (`.`, `*`, `>`, `%`, spaces and control characters) is
+    /// percent-encoded, so every dead letter lands where `hindsight dlq` looks
+    /// (`dlq.<stage>.<tenant>`), under a name no valid tenant has.
     pub fn dlq_subject(&self, stage: &str, tenant: &str) -> String {
-        format!("{}.dlq.{}.{}", self.0, stage, tenant)
+        format!("{}.dlq.{}.{}", self.0, stage, subject_token(tenant))
     }
 
     /// `<ns>.recall.<tenant>`: recall by NATS request-reply (not a stream).
@@ -81,14 +85,38 @@ impl Namespace {
         format!("{}_{}", self.0.to_ascii_uppercase().replace('-', "_"), base)
     }
 
-    /// The tenant of a subject of this namespace: its last token.
+    /// The tenant of a subject of this namespace: everything after
+    /// `<ns>.<topic>.`. A well-formed subject has one token there; more
+    /// (`<ns>.turns.other.acme`) come back whole, which no valid tenant equals
+    /// (a tenant has no '.'), so such a subject is refused rather than read as
+    /// the tenant of its last token.
     pub fn tenant_of<'a>(&self, subject: &'a str) -> Option<&'a str> {
         subject
             .strip_prefix(self.0.as_str())
             .and_then(|rest| rest.strip_prefix('.'))
-            .and_then(|rest| rest.rsplit('.').next())
+            .and_then(|rest| rest.split_once('.'))
+            .map(|(_topic, tenant)| tenant)
             .filter(|t| !t.is_empty())
     }
+}
+
+/// `text` as one literal subject token (see [`Namespace::dlq_subject`]).
+fn subject_token(text: &str) -> String {
+    if text.is_empty() {
+        return "%".to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '.' | '*' | '>' | '%') || c.is_whitespace() || c.is_control() {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl fmt::Display for Namespace {
@@ -106,9 +134,21 @@ mod tests {
         let ns = Namespace::new("t-1").expect("valid");
         assert_eq!(ns.subject(Topic::Turns, "acme"), "t-1.turns.acme");
         assert_eq!(ns.dlq_subject("filter", "acme"), "t-1.dlq.filter.acme");
+        assert_eq!(
+            ns.dlq_subject("filter", "other.acme"),
+            "t-1.dlq.filter.other%2Eacme"
+        );
+        assert_eq!(ns.dlq_subject("filter", ">"), "t-1.dlq.filter.%3E");
+        assert_eq!(ns.dlq_subject("filter", "*"), "t-1.dlq.filter.%2A");
+        assert_eq!(ns.dlq_subject("filter", "50%"), "t-1.dlq.filter.50%25");
         assert_eq!(ns.stream_name("TURNS"), "T_1_TURNS");
         assert_eq!(ns.tenant_of("t-1.kept.acme"), Some("acme"));
         assert_eq!(ns.tenant_of("other.kept.acme"), None);
+        assert_eq!(ns.tenant_of("t-1.recall.acme"), Some("acme"));
+        assert_eq!(ns.tenant_of("t-1.kept."), None);
+        assert_eq!(ns.tenant_of("t-1.kept"), None);
+        // Extra tokens are not skipped over to reach a tenant.
+        assert_eq!(ns.tenant_of("t-1.turns.other.acme"), Some("other.acme"));
     }
 
     #[test]

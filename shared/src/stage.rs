@@ -12,7 +12,7 @@ use crate::namespace::Topic;
 #[derive(Debug, Clone)]
 pub struct Delivery<I> {
     pub input: I,
-    /// Tenant of the subject the message arrived on (the last token).
+    /// Tenant of the subject the message arrived on (what follows `<ns>.<topic>.`).
     pub tenant: String,
     /// Sequence of the message in its stream: stable across redeliveries.
     pub stream_seq: u64,

@@ -177,12 +177,16 @@ pub enum EnvelopeError {
     TooLarge { size: usize, max: usize },
     #[error("envelope is not valid UTF-8 (first bad byte at offset {offset})")]
     NotUtf8 { offset: usize },
+    #[error("envelope is empty: expected a JSON object")]
+    Empty,
     #[error("envelope is not valid JSON: {0}")]
     NotJson(String),
     #[error("envelope must be a JSON object, got {0}")]
     NotObject(&'static str),
     #[error("field `{0}` is required")]
     Missing(&'static str),
+    #[error("field `{0}` appears more than once; a turn names each field once")]
+    DuplicateField(String),
     #[error("field `{field}` must be {expected}, got {got}")]
     WrongType {
         field: &'static str,
@@ -258,9 +262,11 @@ fn shorten(s: &str) -> String {
     }
 }
 
-/// Checks metadata depth and that no string in it holds a NUL (Postgres `jsonb` refuses it).
+/// Checks metadata depth (`depth` is that of the object or array `value` would
+/// be: the metadata object itself is level 1) and that no string in it holds a
+/// NUL (Postgres `jsonb` refuses it).
 fn check_metadata(value: &Value, depth: usize) -> Result<(), String> {
-    if depth > MAX_METADATA_DEPTH {
+    if depth > MAX_METADATA_DEPTH && (value.is_object() || value.is_array()) {
         return Err(format!("nested deeper than {MAX_METADATA_DEPTH} levels"));
     }
     match value {
@@ -275,6 +281,43 @@ fn check_metadata(value: &Value, depth: usize) -> Result<(), String> {
         }),
         _ => Ok(()),
     }
+}
+
+/// The first field named twice in the top-level object of `text` (valid JSON
+/// whose object has `distinct` fields). A parser keeps one of the two values
+/// (serde_json the last, others the first), so a turn that names a field twice
+/// means different things to different readers: it is refused instead.
+fn duplicate_field(text: &str, distinct: usize) -> Option<String> {
+    struct Names(Vec<String>);
+    impl<'de> Deserialize<'de> for Names {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visitor;
+            impl<'de> serde::de::Visitor<'de> for Visitor {
+                type Value = Names;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Names, A::Error> {
+                    let mut names = Vec::new();
+                    while let Some(name) = map.next_key::<String>()? {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                        names.push(name);
+                    }
+                    Ok(Names(names))
+                }
+            }
+            d.deserialize_map(Visitor)
+        }
+    }
+    let Names(names) = serde_json::from_str(text).ok()?;
+    if names.len() == distinct {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::new();
+    names.into_iter().find(|n| !seen.insert(n.clone()))
 }
 
 /// Parses and validates a raw envelope received on the subject of `subject_tenant`.
@@ -293,11 +336,20 @@ pub fn parse_envelope(
     let text = std::str::from_utf8(payload).map_err(|e| EnvelopeError::NotUtf8 {
         offset: e.valid_up_to(),
     })?;
+    // A byte order mark is not JSON, but some tools write one; RFC 8259 lets a
+    // parser ignore it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        return Err(EnvelopeError::Empty);
+    }
     let value: Value =
         serde_json::from_str(text).map_err(|e| EnvelopeError::NotJson(e.to_string()))?;
     let Value::Object(obj) = value else {
         return Err(EnvelopeError::NotObject(kind(&value)));
     };
+    if let Some(field) = duplicate_field(text, obj.len()) {
+        return Err(EnvelopeError::DuplicateField(field));
+    }
 
     let tenant = required_id(&obj, "tenant")?;
     if !is_valid_tenant(&tenant) {
@@ -595,6 +647,55 @@ mod tests {
             parse_envelope(b"{not json", "acme", now()),
             Err(EnvelopeError::NotJson(_))
         ));
+    }
+
+    #[test]
+    fn metadata_may_nest_sixteen_levels_not_seventeen() {
+        let nested = |levels: usize| {
+            let mut value = json!("leaf");
+            for _ in 0..levels {
+                value = json!({ "a": value });
+            }
+            let mut v = minimal();
+            v["metadata"] = value;
+            parse(v)
+        };
+        assert!(nested(16).is_ok(), "{:?}", nested(16));
+        let err = nested(17).expect_err("17 levels").to_string();
+        assert!(err.contains("nested deeper than 16 levels"), "{err}");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_ignored() {
+        let mut payload = "\u{feff}".as_bytes().to_vec();
+        payload.extend_from_slice(minimal().to_string().as_bytes());
+        let turn = parse_envelope(&payload, "acme", now()).expect("valid after the BOM");
+        assert_eq!(turn.content, "I live in Beijing");
+    }
+
+    #[test]
+    fn an_empty_envelope_says_so() {
+        for payload in [&b""[..], b"  \n\t "] {
+            assert_eq!(
+                parse_envelope(payload, "acme", now()),
+                Err(EnvelopeError::Empty)
+            );
+        }
+    }
+
+    #[test]
+    fn a_field_named_twice_is_refused() {
+        let text = r#"{"tenant":"acme","user_id":"u","session_id":"s","content":"I live in Oslo","content":"I live in Rome"}"#;
+        let err = parse_envelope(text.as_bytes(), "acme", now())
+            .expect_err("ambiguous")
+            .to_string();
+        assert!(
+            err.contains("field `content` appears more than once"),
+            "{err}"
+        );
+        // The same name at different levels is no duplicate.
+        let text = r#"{"tenant":"acme","user_id":"u","session_id":"s","content":"I live in Oslo","metadata":{"content":1}}"#;
+        assert!(parse_envelope(text.as_bytes(), "acme", now()).is_ok());
     }
 
     #[test]
