@@ -115,7 +115,7 @@ fn draft(item: &Value) -> Option<Draft> {
         .get("content")
         .or_else(|| obj.get("fact"))
         .and_then(Value::as_str)?;
-    let content: String = content.trim().chars().take(MAX_CONTENT_CHARS).collect();
+    let content = clean(content, MAX_CONTENT_CHARS);
     if content.is_empty() {
         return None;
     }
@@ -129,7 +129,7 @@ fn draft(item: &Value) -> Option<Draft> {
         Some(Value::Array(items)) => items
             .iter()
             .filter_map(Value::as_str)
-            .map(|s| s.trim().chars().take(100).collect::<String>())
+            .map(|s| clean(s, 100))
             .filter(|s| !s.is_empty())
             .take(16)
             .collect(),
@@ -150,7 +150,7 @@ fn draft(item: &Value) -> Option<Draft> {
 }
 
 fn plain(s: &str) -> Option<Draft> {
-    let content: String = s.trim().chars().take(MAX_CONTENT_CHARS).collect();
+    let content = clean(s, MAX_CONTENT_CHARS);
     (!content.is_empty()).then(|| Draft {
         content,
         fact_type: FactType::Fact,
@@ -160,6 +160,23 @@ fn plain(s: &str) -> Option<Draft> {
         occurred_at: None,
         valid_until: None,
     })
+}
+
+/// Trimmed, at most `max` characters, control characters (tab, newline and
+/// carriage return aside) made spaces, as the turn contract has it: a model may
+/// answer `\u0000`, which the `jsonb` archive of extractions cannot hold.
+fn clean(s: &str, max: usize) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| {
+            if c.is_control() && !matches!(c, '\t' | '\n' | '\r') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    s.trim().chars().take(max).collect()
 }
 
 /// A 0–1 score. Models sometimes answer on a 0–10 (or 0–100) scale: such
@@ -234,6 +251,18 @@ mod tests {
         );
         assert_eq!(parse_reply("no json here"), Err(ParseError::NoJson));
         assert_eq!(parse_reply("{\"answer\": 42}"), Err(ParseError::NoFactList));
+    }
+
+    #[test]
+    fn control_characters_become_spaces() {
+        // Found by fuzz/fuzz_targets/llm_reply.rs: a NUL reached the jsonb archive.
+        let facts = parse_reply(
+            r#"[{"content":"\u0000Li is allergic to p\u0000nuts\u001b","entities":["\u0000","L\u0007i"]}, "\u0000"]"#,
+        )
+        .expect("parsed");
+        assert_eq!(facts.len(), 1, "{facts:?}");
+        assert_eq!(facts[0].content, "Li is allergic to p nuts");
+        assert_eq!(facts[0].entities, ["L i"]);
     }
 
     #[test]

@@ -55,30 +55,54 @@ fn chinese_day(d: NaiveDate) -> String {
     format!("{}年{}月{}日", d.year(), d.month(), d.day())
 }
 
-fn week_start(d: NaiveDate) -> NaiveDate {
-    d - Duration::days(d.weekday().num_days_from_monday() as i64)
+// Date arithmetic is checked: "100000000 days ago" or "2147483648年以前" names
+// no date chrono can hold (or overflows a year), and such a phrase is left as
+// written. Both panicked the stage; fuzz/fuzz_targets/rules.rs found the second.
+
+/// `d` moved by `days` (back when negative), if that is a date.
+fn shift(d: NaiveDate, days: i64) -> Option<NaiveDate> {
+    d.checked_add_signed(Duration::try_days(days)?)
 }
 
-fn month_start(year: i32, month0: i32) -> NaiveDate {
-    let y = year + month0.div_euclid(12);
-    let m = month0.rem_euclid(12) as u32 + 1;
-    NaiveDate::from_ymd_opt(y, m, 1).unwrap_or_default()
+fn shift_weeks(d: NaiveDate, weeks: i64) -> Option<NaiveDate> {
+    shift(d, weeks.checked_mul(7)?)
 }
 
-fn month_span(d: NaiveDate, offset: i32) -> Span {
-    let start = month_start(d.year(), d.month0() as i32 + offset);
-    let next = month_start(d.year(), d.month0() as i32 + offset + 1);
-    Span {
+fn week_start(d: NaiveDate) -> Option<NaiveDate> {
+    shift(d, -(d.weekday().num_days_from_monday() as i64))
+}
+
+fn week_span(start: NaiveDate) -> Option<Span> {
+    Some(Span {
         start,
-        end: next - Duration::days(1),
-    }
+        end: shift(start, 6)?,
+    })
 }
 
-fn year_span(year: i32) -> Span {
-    Span {
-        start: NaiveDate::from_ymd_opt(year, 1, 1).unwrap_or_default(),
-        end: NaiveDate::from_ymd_opt(year, 12, 31).unwrap_or_default(),
-    }
+fn month_start(year: i32, month0: i64) -> Option<NaiveDate> {
+    let y = i32::try_from(i64::from(year).checked_add(month0.div_euclid(12))?).ok()?;
+    let m = month0.rem_euclid(12) as u32 + 1;
+    NaiveDate::from_ymd_opt(y, m, 1)
+}
+
+fn month_span(d: NaiveDate, offset: i64) -> Option<Span> {
+    let month0 = (d.month0() as i64).checked_add(offset)?;
+    let start = month_start(d.year(), month0)?;
+    let next = month_start(d.year(), month0 + 1)?;
+    Some(Span {
+        start,
+        end: next.pred_opt()?,
+    })
+}
+
+/// The year `offset` years from `d`'s, and its span.
+fn year_span(d: NaiveDate, offset: i64) -> Option<(i32, Span)> {
+    let year = i32::try_from(i64::from(d.year()).checked_add(offset)?).ok()?;
+    let span = Span {
+        start: NaiveDate::from_ymd_opt(year, 1, 1)?,
+        end: NaiveDate::from_ymd_opt(year, 12, 31)?,
+    };
+    Some((year, span))
 }
 
 fn number(word: &str) -> Option<i64> {
@@ -168,13 +192,13 @@ pub fn resolve(text: &str, now: DateTime<Utc>) -> Resolved {
 fn english_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
     let day = |d: NaiveDate| (Span::day(d), format!("on {}", english_day(d)));
     if c.name("dby").is_some() {
-        return Some(day(today - Duration::days(2)));
+        return Some(day(shift(today, -2)?));
     }
     if c.name("dat").is_some() {
-        return Some(day(today + Duration::days(2)));
+        return Some(day(shift(today, 2)?));
     }
     if let Some(m) = c.name("yesterday") {
-        let d = today - Duration::days(1);
+        let d = shift(today, -1)?;
         let words = if m.as_str().eq_ignore_ascii_case("last night") {
             format!("on the night of {}", english_day(d))
         } else {
@@ -186,30 +210,27 @@ fn english_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
         return Some(day(today));
     }
     if c.name("tomorrow").is_some() {
-        return Some(day(today + Duration::days(1)));
+        return Some(day(shift(today, 1)?));
     }
     if let (Some(n), Some(unit)) = (c.name("n"), c.name("unit")) {
-        let n = number(n.as_str())?;
+        let back = number(n.as_str())?.checked_neg()?;
         return Some(match unit.as_str().to_ascii_lowercase().as_str() {
-            "day" => day(today - Duration::days(n)),
+            "day" => day(shift(today, back)?),
             "week" => {
-                let start = week_start(today - Duration::weeks(n));
+                let start = week_start(shift_weeks(today, back)?)?;
                 (
-                    Span {
-                        start,
-                        end: start + Duration::days(6),
-                    },
+                    week_span(start)?,
                     format!("in the week of {}", english_day(start)),
                 )
             }
             "month" => {
-                let span = month_span(today, -(n as i32));
+                let span = month_span(today, back)?;
                 (span, format!("in {}", english_month(span.start)))
             }
-            _ => (
-                year_span(today.year() - n as i32),
-                format!("in {}", today.year() - n as i32),
-            ),
+            _ => {
+                let (year, span) = year_span(today, back)?;
+                (span, format!("in {year}"))
+            }
         });
     }
     let (rel, what) = (
@@ -223,32 +244,29 @@ fn english_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
     };
     Some(match what.as_str() {
         "week" => {
-            let start = week_start(today) + Duration::weeks(offset);
+            let start = shift_weeks(week_start(today)?, offset)?;
             (
-                Span {
-                    start,
-                    end: start + Duration::days(6),
-                },
+                week_span(start)?,
                 format!("in the week of {}", english_day(start)),
             )
         }
         "weekend" => {
-            let saturday = week_start(today) + Duration::days(5) + Duration::weeks(offset);
+            let saturday = shift(shift_weeks(week_start(today)?, offset)?, 5)?;
             (
                 Span {
                     start: saturday,
-                    end: saturday + Duration::days(1),
+                    end: shift(saturday, 1)?,
                 },
                 format!("on the weekend of {}", english_day(saturday)),
             )
         }
         "month" => {
-            let span = month_span(today, offset as i32);
+            let span = month_span(today, offset)?;
             (span, format!("in {}", english_month(span.start)))
         }
         "year" => {
-            let year = today.year() + offset as i32;
-            (year_span(year), format!("in {year}"))
+            let (year, span) = year_span(today, offset)?;
+            (span, format!("in {year}"))
         }
         name => {
             let target = weekday(name)?;
@@ -257,15 +275,15 @@ fn english_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
                     let back = (today.weekday().num_days_from_monday() as i64
                         - target.num_days_from_monday() as i64)
                         .rem_euclid(7);
-                    today - Duration::days(if back == 0 { 7 } else { back })
+                    shift(today, if back == 0 { -7 } else { -back })?
                 }
                 1 => {
                     let ahead = (target.num_days_from_monday() as i64
                         - today.weekday().num_days_from_monday() as i64)
                         .rem_euclid(7);
-                    today + Duration::days(if ahead == 0 { 7 } else { ahead })
+                    shift(today, if ahead == 0 { 7 } else { ahead })?
                 }
-                _ => week_start(today) + Duration::days(target.num_days_from_monday() as i64),
+                _ => shift(week_start(today)?, target.num_days_from_monday() as i64)?,
             };
             (
                 Span::day(d),
@@ -292,13 +310,13 @@ const MONTH_DAY_NAME: [&str; 7] = [
 fn chinese_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
     let day = |d: NaiveDate| (Span::day(d), chinese_day(d));
     if c.name("zdby").is_some() {
-        return Some(day(today - Duration::days(2)));
+        return Some(day(shift(today, -2)?));
     }
     if c.name("zdat").is_some() {
-        return Some(day(today + Duration::days(2)));
+        return Some(day(shift(today, 2)?));
     }
     if let Some(m) = c.name("zyesterday") {
-        let d = today - Duration::days(1);
+        let d = shift(today, -1)?;
         let suffix = if m.as_str() == "昨晚" { "晚上" } else { "" };
         return Some((Span::day(d), format!("{}{suffix}", chinese_day(d))));
     }
@@ -311,42 +329,36 @@ fn chinese_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
         return Some((Span::day(today), format!("{}{suffix}", chinese_day(today))));
     }
     if c.name("ztomorrow").is_some() {
-        return Some(day(today + Duration::days(1)));
+        return Some(day(shift(today, 1)?));
     }
     if let Some(y) = c.name("zyear") {
-        let year = today.year()
-            + match y.as_str() {
-                "去年" => -1,
-                "明年" => 1,
-                _ => 0,
-            };
-        return Some((year_span(year), format!("{year}年")));
+        let offset = match y.as_str() {
+            "去年" => -1,
+            "明年" => 1,
+            _ => 0,
+        };
+        let (year, span) = year_span(today, offset)?;
+        return Some((span, format!("{year}年")));
     }
     if let (Some(n), Some(unit)) = (c.name("zn"), c.name("zunit")) {
-        let n = number(n.as_str())?;
+        let back = number(n.as_str())?.checked_neg()?;
         return Some(match unit.as_str() {
-            "天" => day(today - Duration::days(n)),
+            "天" => day(shift(today, back)?),
             "周" | "星期" => {
-                let start = week_start(today - Duration::weeks(n));
-                (
-                    Span {
-                        start,
-                        end: start + Duration::days(6),
-                    },
-                    format!("{}那周", chinese_day(start)),
-                )
+                let start = week_start(shift_weeks(today, back)?)?;
+                (week_span(start)?, format!("{}那周", chinese_day(start)))
             }
             "月" => {
-                let span = month_span(today, -(n as i32));
+                let span = month_span(today, back)?;
                 (
                     span,
                     format!("{}年{}月", span.start.year(), span.start.month()),
                 )
             }
-            _ => (
-                year_span(today.year() - n as i32),
-                format!("{}年", today.year() - n as i32),
-            ),
+            _ => {
+                let (year, span) = year_span(today, back)?;
+                (span, format!("{year}年"))
+            }
         });
     }
     let (rel, what) = (c.name("zrel")?.as_str(), c.name("zwhat")?.as_str());
@@ -356,20 +368,14 @@ fn chinese_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
         _ => 0,
     };
     Some(if what == "月" {
-        let span = month_span(today, offset as i32);
+        let span = month_span(today, offset)?;
         (
             span,
             format!("{}年{}月", span.start.year(), span.start.month()),
         )
     } else {
-        let start = week_start(today) + Duration::weeks(offset);
-        (
-            Span {
-                start,
-                end: start + Duration::days(6),
-            },
-            format!("{}那周", chinese_day(start)),
-        )
+        let start = shift_weeks(week_start(today)?, offset)?;
+        (week_span(start)?, format!("{}那周", chinese_day(start)))
     })
 }
 

@@ -13,7 +13,7 @@ use hindsight_shared::{chitchat, fact::FactType, turn::KeptTurn};
 use crate::draft::Draft;
 
 /// Longest content of one fact; longer clauses are cut at word boundaries.
-const MAX_FACT_CHARS: usize = 600;
+pub const MAX_FACT_CHARS: usize = 600;
 
 /// Sentences shorter than this (weighted as the filter weighs) are chit-chat.
 const MIN_SENTENCE_WEIGHT: usize = 6;
@@ -204,7 +204,13 @@ pub fn extract(kept: &KeptTurn) -> Vec<Draft> {
     let mut drafts = Vec::new();
     for (clause, question) in clauses {
         for piece in chunk(&clause) {
-            drafts.push(draft(kept, &piece, question, emphasised));
+            let d = draft(kept, &piece, question, emphasised);
+            // A clause of punctuation (";;;", found by fuzz/fuzz_targets/rules.rs),
+            // or the last part of a 601-character word that ends in a space, trims
+            // to nothing: no fact.
+            if !d.content.trim().is_empty() {
+                drafts.push(d);
+            }
         }
     }
     drafts
@@ -241,9 +247,7 @@ fn draft(kept: &KeptTurn, clause: &str, question: bool, emphasised: bool) -> Dra
         _ => None,
     };
     let valid_until = match (resolved.span, fact_type) {
-        (Some(span), FactType::Plan) => {
-            Some(dates::at_midnight(span.end + chrono::Duration::days(1)))
-        }
+        (Some(span), FactType::Plan) => span.end.succ_opt().map(dates::at_midnight),
         _ => None,
     };
     Draft {
@@ -417,6 +421,42 @@ mod tests {
                 "Mel shared a photo: a beagle on a sofa"
             ]
         );
+    }
+
+    #[test]
+    fn found_by_fuzzing() {
+        // Dates no calendar holds are left as written (they panicked the stage).
+        for (content, phrase) in [
+            ("I ran a marathon 100000000 days ago.", "100000000 days ago"),
+            (
+                "I ran a marathon 99999999999 weeks ago.",
+                "99999999999 weeks ago",
+            ),
+            (
+                "I moved here 9223372036854775807 months ago.",
+                "9223372036854775807 months ago",
+            ),
+            ("I was born 3000000000 years ago.", "3000000000 years ago"),
+            ("我2147483648年以前去了医院", "2147483648年以前"),
+            ("我99999999999天前去了医院", "99999999999天前"),
+        ] {
+            let facts = extract(&kept("Li", content));
+            assert!(
+                facts.iter().any(|f| f.content.contains(phrase)),
+                "{facts:?}"
+            );
+        }
+        // Neither a 601-character word ending in a space nor a clause of
+        // semicolons gives an empty fact.
+        let long = format!("I like {} and more words here.", "x".repeat(600));
+        let facts = extract(&kept("Li", &long));
+        assert!(facts.iter().all(|f| !f.content.is_empty()), "{facts:?}");
+        assert_eq!(facts.len(), 3, "{facts:?}");
+        let facts = extract(&kept(
+            "Li",
+            "I went home\n;;;;;;;;;;;;;;;;;;;;;;;;\nand slept",
+        ));
+        assert!(facts.iter().all(|f| !f.content.is_empty()), "{facts:?}");
     }
 
     #[test]
