@@ -361,15 +361,7 @@ impl Config {
             batch_size: parse_with(get("HINDSIGHT_BATCH_SIZE"), positive)?,
             linger: parse_with(get("HINDSIGHT_LINGER"), duration::parse)?,
             ack_wait: parse_with(get("HINDSIGHT_ACK_WAIT"), |v| {
-                optional(v, |v| {
-                    duration::parse(v).and_then(|d| {
-                        if d >= Duration::from_secs(1) {
-                            Ok(d)
-                        } else {
-                            Err("must be at least 1s".into())
-                        }
-                    })
-                })
+                optional(v, at_least_a_second)
             })?,
             max_deliver: parse_with(get("HINDSIGHT_MAX_DELIVER"), |v| optional(v, positive))?,
             retry_initial: parse_with(get("HINDSIGHT_RETRY_INITIAL"), duration::parse)?,
@@ -419,15 +411,7 @@ impl Config {
                 .map(|h| h.trim().to_string())
                 .filter(|h| !h.is_empty())
                 .collect(),
-            ops_poll: parse_with(get("HINDSIGHT_OPS_POLL"), |v| {
-                duration::parse(v).and_then(|d| {
-                    if d >= Duration::from_secs(1) {
-                        Ok(d)
-                    } else {
-                        Err("must be at least 1s".into())
-                    }
-                })
-            })?,
+            ops_poll: parse_with(get("HINDSIGHT_OPS_POLL"), at_least_a_second)?,
             janitor: JanitorConfig {
                 cron: parse_with(get("HINDSIGHT_JANITOR_CRON"), |v| {
                     if v.split_whitespace().count() == 6 {
@@ -661,6 +645,17 @@ fn positive<T: std::str::FromStr + PartialOrd + Default>(v: &str) -> Result<T, S
         Ok(n) if n > T::default() => Ok(n),
         _ => Err("expected a whole number greater than zero".into()),
     }
+}
+
+/// A duration of at least one second (JetStream and pollers work in seconds).
+fn at_least_a_second(v: &str) -> Result<Duration, String> {
+    duration::parse(v).and_then(|d| {
+        if d >= Duration::from_secs(1) {
+            Ok(d)
+        } else {
+            Err("must be at least 1s".into())
+        }
+    })
 }
 
 /// Hides the password of a URL such as `postgres://user:secret@host/db`.
