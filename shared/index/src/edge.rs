@@ -24,6 +24,9 @@ use crate::{Collection, Hit, IndexError, Point, Scope, VectorIndex};
 pub struct EdgeIndex {
     dir: PathBuf,
     shards: Mutex<HashMap<String, Arc<EdgeShard>>>,
+    /// Held by every write and its flush: `EdgeShard::flush` panics when
+    /// another write holds the shard's WAL.
+    writes: Arc<Mutex<()>>,
 }
 
 fn failed(e: impl ToString) -> IndexError {
@@ -36,6 +39,7 @@ impl EdgeIndex {
         Self {
             dir: dir.to_path_buf(),
             shards: Mutex::new(HashMap::new()),
+            writes: Arc::new(Mutex::new(())),
         }
     }
 
@@ -65,11 +69,31 @@ impl EdgeIndex {
             for field in crate::INTEGER_FIELDS {
                 create_index(&shard, field, PayloadSchemaType::Integer)?;
             }
+            shard.flush();
             shard
         };
         let shard = Arc::new(shard);
         shards.insert(collection.name.clone(), shard.clone());
         Ok(shard)
+    }
+
+    /// Applies a write and flushes the shard before returning: Qdrant Edge
+    /// (0.7) does not replay its WAL when a shard is loaded, so a write that
+    /// was only in memory is gone after a crash (`kill -9`), while Postgres
+    /// already marked its memories indexed.
+    async fn write(
+        &self,
+        collection: &Collection,
+        f: impl FnOnce(&EdgeShard) -> Result<(), IndexError> + Send + 'static,
+    ) -> Result<(), IndexError> {
+        let writes = self.writes.clone();
+        self.with_shard(collection, move |s| {
+            let _guard = writes.lock().map_err(|_| failed("write lock poisoned"))?;
+            f(s)?;
+            s.flush();
+            Ok(())
+        })
+        .await
     }
 
     async fn with_shard<T: Send + 'static>(
@@ -176,7 +200,7 @@ impl VectorIndex for EdgeIndex {
                 Ok(PointStruct::new(point_id(p.id), p.vector, payload).into())
             })
             .collect::<Result<Vec<_>, IndexError>>()?;
-        self.with_shard(collection, move |s| {
+        self.write(collection, move |s| {
             s.update(UpdateOperation::PointOperation(
                 PointOperations::UpsertPoints(PointInsertOperations::PointsList(points)),
             ))
@@ -190,7 +214,7 @@ impl VectorIndex for EdgeIndex {
             return Ok(());
         }
         let ids = ids.into_iter().map(point_id).collect();
-        self.with_shard(collection, move |s| {
+        self.write(collection, move |s| {
             s.update(UpdateOperation::PointOperation(
                 PointOperations::DeletePoints { ids },
             ))
@@ -247,7 +271,7 @@ impl VectorIndex for EdgeIndex {
     }
 
     async fn clear(&self, collection: &Collection) -> Result<(), IndexError> {
-        self.with_shard(collection, |s| {
+        self.write(collection, |s| {
             s.update(UpdateOperation::PointOperation(
                 PointOperations::DeletePointsByFilter(Filter {
                     must: None,
@@ -264,7 +288,7 @@ impl VectorIndex for EdgeIndex {
     /// New points are searched by brute force until folded into indexed
     /// segments: the reconciler asks for this every few minutes.
     async fn optimize(&self, collection: &Collection) -> Result<(), IndexError> {
-        self.with_shard(collection, |s| s.optimize().map(|_| ()).map_err(failed))
+        self.write(collection, |s| s.optimize().map(|_| ()).map_err(failed))
             .await
     }
 }

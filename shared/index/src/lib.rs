@@ -7,6 +7,7 @@
 //! embedding model; every search is filtered by tenant and user.
 
 pub mod edge;
+pub mod outage;
 pub mod server;
 
 use std::sync::Arc;
@@ -97,14 +98,19 @@ impl Collection {
 }
 
 /// The index the configuration names: a Qdrant server when `QDRANT_URL` is
-/// set, else the embedded index under `HINDSIGHT_DATA_DIR/index`.
+/// set, else the embedded index under `HINDSIGHT_DATA_DIR/index` (behind the
+/// tests' outage switch when `HINDSIGHT_FAULT_INDEX_DOWN_FILE` is set, see [`outage`]).
 pub fn open(config: &Config) -> Result<Arc<dyn VectorIndex>, IndexError> {
-    Ok(match &config.index.qdrant_url {
+    let index: Arc<dyn VectorIndex> = match &config.index.qdrant_url {
         Some(url) => Arc::new(server::ServerIndex::connect(
             url,
             config.index.api_key.as_deref(),
         )?),
         None => Arc::new(edge::EdgeIndex::new(&config.data_dir.join("index"))),
+    };
+    Ok(match std::env::var_os(outage::ENV) {
+        Some(file) if !file.is_empty() => Arc::new(outage::Outage::new(index, file.into())),
+        _ => index,
     })
 }
 
