@@ -236,7 +236,15 @@ pub async fn list(
 
 /// Reads one dead letter by its DLQ sequence.
 pub async fn get(js: &jetstream::Context, ns: &Namespace, seq: u64) -> Result<Entry, DlqError> {
-    let stream = dlq_stream(js, ns).await?;
+    read(&dlq_stream(js, ns).await?, ns, seq).await
+}
+
+/// Reads one dead letter from the DLQ stream already looked up.
+async fn read(
+    stream: &jetstream::stream::Stream,
+    ns: &Namespace,
+    seq: u64,
+) -> Result<Entry, DlqError> {
     let msg = stream
         .get_raw_message(seq)
         .await
@@ -377,7 +385,7 @@ pub async fn latest(
     let mut probes = 0;
     while seq >= first && seq > 0 && out.len() < n && probes < n * 20 {
         probes += 1;
-        if let Ok(entry) = get(js, ns, seq).await {
+        if let Ok(entry) = read(&stream, ns, seq).await {
             out.push(entry);
         }
         seq -= 1;

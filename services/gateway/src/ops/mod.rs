@@ -162,20 +162,22 @@ impl Observer {
 
     /// A snapshot no older than [`FRESH_FOR`].
     pub async fn snapshot(&self) -> Arc<Snapshot> {
+        self.refresh(FRESH_FOR).await
+    }
+
+    /// Takes a fresh snapshot (which sets the gauges).
+    pub async fn poll(&self) -> Arc<Snapshot> {
+        self.refresh(Duration::ZERO).await
+    }
+
+    /// The latest snapshot if younger than `max_age`, else a new one.
+    async fn refresh(&self, max_age: Duration) -> Arc<Snapshot> {
         let mut memory = self.memory.lock().await;
         if let Some((at, snap)) = &memory.latest
-            && at.elapsed() < FRESH_FOR
+            && at.elapsed() < max_age
         {
             return snap.clone();
         }
-        let snap = Arc::new(self.take(&mut memory).await);
-        memory.latest = Some((Instant::now(), snap.clone()));
-        snap
-    }
-
-    /// Takes a fresh snapshot and sets the gauges from it.
-    pub async fn poll(&self) -> Arc<Snapshot> {
-        let mut memory = self.memory.lock().await;
         let snap = Arc::new(self.take(&mut memory).await);
         memory.latest = Some((Instant::now(), snap.clone()));
         snap
