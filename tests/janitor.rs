@@ -566,8 +566,10 @@ async fn consolidation_writes_with_the_llm_and_keeps_the_rules_when_it_fails() {
     use hindsight_tests::fake_llm::{FakeLlm, Reply};
     let llm = FakeLlm::start(|_, request| {
         if request.to_string().contains("Oslo") {
+            // Control characters around the text: Postgres text cannot hold the NUL.
             Reply::Content(
-                "In May 2026 Li travelled to Oslo, met Erik there and left by train.".into(),
+                "\u{0}In May 2026 Li travelled to Oslo, met Erik there and left by train.\u{7}"
+                    .into(),
             )
         } else {
             Reply::Status(500, None)

@@ -7,7 +7,7 @@ use async_nats::jetstream;
 use hindsight_embed::EmbedStage;
 use hindsight_embedder::{Embedder, local::LocalEmbedder};
 use hindsight_filter::FilterStage;
-use hindsight_index::{Collection, Scope, VectorIndex};
+use hindsight_index::{Collection, Scope, VectorIndex, outage::Outage};
 use hindsight_persist::{PersistStage, reconcile};
 use hindsight_shared::{
     Topic,
@@ -16,9 +16,7 @@ use hindsight_shared::{
     store::keyword::KeywordQuery,
     turn::{Source, Trust},
 };
-use hindsight_tests::{
-    Deployment, RunningStage, eventually, model_dir, switchable_index::SwitchableIndex,
-};
+use hindsight_tests::{Deployment, RunningStage, eventually, model_dir};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -441,7 +439,7 @@ async fn four_persist_replicas_never_write_near_duplicates_and_lose_no_fact() {
 async fn an_index_outage_leaves_rows_pending_until_it_returns_and_reindex_restores_the_same_results()
  {
     let d = Deployment::new("test", |_| {}).await;
-    let switch = Arc::new(SwitchableIndex::new(
+    let switch = Arc::new(Outage::switchable(
         hindsight_index::open(d.config()).expect("index"),
     ));
     let index: Arc<dyn VectorIndex> = switch.clone();

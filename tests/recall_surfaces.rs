@@ -5,11 +5,11 @@
 use std::{sync::Arc, time::Duration};
 
 use hindsight_gateway::{api::ApiError, nats};
+use hindsight_index::outage::Outage;
 use hindsight_recall::{Include, RecallRequest, RecallResponse};
 use hindsight_tests::{
     Deployment,
     stack::{Stack, drained},
-    switchable_index::SwitchableIndex,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -505,7 +505,7 @@ async fn answer_id(http: &Http, key: &str, query: &str) -> Uuid {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_index_down_recall_answers_from_keywords_and_says_so() {
     let d = Deployment::new("test", |_| {}).await;
-    let switchable = Arc::new(SwitchableIndex::new(
+    let switchable = Arc::new(Outage::switchable(
         hindsight_index::open(d.config()).expect("index"),
     ));
     let stack = Stack::start(&d, switchable.clone()).await;

@@ -126,7 +126,66 @@ fn negated(text: &str) -> bool {
     t.iter().any(|w| NEGATIONS.contains(&w.as_str())) || text.contains("不再")
 }
 
-fn jaccard(a: &HashSet<&String>, b: &HashSet<&String>) -> f32 {
+/// A statement's words, read once, for the pairwise tests below (recall
+/// compares every pair of an answer's memories).
+#[derive(Debug, Clone)]
+pub struct Statement {
+    /// Content words in order (the last is the value).
+    tokens: Vec<String>,
+    words: HashSet<String>,
+    negated: bool,
+    /// Names an attribute that holds one value at a time.
+    exclusive: bool,
+}
+
+impl Statement {
+    pub fn new(text: &str) -> Self {
+        let tokens = content_tokens(text);
+        let words: HashSet<String> = tokens.iter().cloned().collect();
+        let lower = text.to_lowercase();
+        let exclusive = EXCLUSIVE.iter().any(|w| {
+            if w.is_ascii() {
+                words.contains(*w)
+            } else {
+                lower.contains(w)
+            }
+        });
+        Self {
+            tokens,
+            words,
+            negated: negated(text),
+            exclusive,
+        }
+    }
+
+    /// Whether the two share most of their content words (Jaccard ≥ 0.5): a
+    /// lexical stand-in for "near neighbours" where no vectors are at hand,
+    /// so that contradiction is only asked of statements about the same thing.
+    pub fn same_frame(&self, other: &Statement) -> bool {
+        jaccard(&self.words, &other.words) >= 0.5
+    }
+
+    /// [`value_differs`] on read statements.
+    pub fn value_differs(&self, new: &Statement) -> bool {
+        let only_a = self.words.difference(&new.words).count();
+        let only_b = new.words.difference(&self.words).count();
+        only_a > 0
+            && only_b > 0
+            && only_a <= 3
+            && only_b <= 3
+            && self.tokens.last() != new.tokens.last()
+    }
+
+    /// [`contradicts`] on read statements.
+    pub fn contradicted_by(&self, new: &Statement) -> bool {
+        if self.negated != new.negated {
+            return jaccard(&self.words, &new.words) >= 0.6;
+        }
+        (self.exclusive || new.exclusive) && self.value_differs(new)
+    }
+}
+
+fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
     let union = a.union(b).count();
     if union == 0 {
         1.0
@@ -141,50 +200,19 @@ fn jaccard(a: &HashSet<&String>, b: &HashSet<&String>) -> f32 {
 /// "lives in Chaoyang, Beijing") or a paraphrase ("lives in" / "is based in
 /// Beijing") does not.
 pub fn value_differs(old: &str, new: &str) -> bool {
-    let (a, b) = (content_tokens(old), content_tokens(new));
-    let (sa, sb): (HashSet<&String>, HashSet<&String>) = (a.iter().collect(), b.iter().collect());
-    let (only_a, only_b) = (sa.difference(&sb).count(), sb.difference(&sa).count());
-    only_a > 0 && only_b > 0 && only_a <= 3 && only_b <= 3 && a.last() != b.last()
+    Statement::new(old).value_differs(&Statement::new(new))
 }
 
 /// Whether `new` contradicts `old`: the same statement negated, or a new
 /// value of an attribute that holds one value at a time ("Tom prefers red" →
 /// "Tom now prefers blue"). Liking dogs does not contradict liking cats.
 pub fn contradicts(old: &str, new: &str) -> bool {
-    let (a, b) = (content_tokens(old), content_tokens(new));
-    let (sa, sb): (HashSet<&String>, HashSet<&String>) = (a.iter().collect(), b.iter().collect());
-    if negated(old) != negated(new) {
-        return jaccard(&sa, &sb) >= 0.6;
-    }
-    let joined = format!("{} {}", old.to_lowercase(), new.to_lowercase());
-    let exclusive = EXCLUSIVE.iter().any(|w| {
-        if w.is_ascii() {
-            sa.iter().chain(sb.iter()).any(|t| t.as_str() == *w)
-        } else {
-            joined.contains(w)
-        }
-    });
-    exclusive && value_differs(old, new)
+    Statement::new(old).contradicted_by(&Statement::new(new))
 }
 
-/// Whether two statements share most of their words (Jaccard ≥ 0.5 over
-/// content words): a lexical stand-in for "near neighbours" where no vectors
-/// are at hand, so that `contradicts` is only asked of statements about the
-/// same thing.
+/// Whether two statements share most of their words (see [`Statement::same_frame`]).
 pub fn same_frame(a: &str, b: &str) -> bool {
-    same_frame_words(&frame_words(a), &frame_words(b))
-}
-
-/// The content words [`same_frame`] compares, to compute once per text when
-/// many pairs are compared.
-pub fn frame_words(text: &str) -> HashSet<String> {
-    content_tokens(text).into_iter().collect()
-}
-
-/// [`same_frame`] over words from [`frame_words`].
-pub fn same_frame_words(a: &HashSet<String>, b: &HashSet<String>) -> bool {
-    let union = a.union(b).count();
-    union == 0 || a.intersection(b).count() as f32 / union as f32 >= 0.5
+    Statement::new(a).same_frame(&Statement::new(b))
 }
 
 /// The content of a merged memory, and whether the new fact's vector should

@@ -77,7 +77,7 @@ pub const METRICS: &[Metric] = &[
     metric("hindsight_memories", Gauge, &["tenant", "status"], "Memories by status (polled by the gateway)."),
     metric("hindsight_recall_total", Counter, &["tenant"], "Recalls answered."),
     metric("hindsight_recall_seconds", Histogram, &[], "Latency of one recall, end to end."),
-    metric("hindsight_recall_part_seconds", Histogram, &["part"], "Latency of one part of a recall: the query embedding (embed), each channel (dense, keyword, entity), reading rows (rows), fusion and scoring (rank)."),
+    metric("hindsight_recall_part_seconds", Histogram, &["part"], "Latency of one part of a recall: the query embedding (embed), each channel (dense, which includes embed; keyword; entity; filter), reading rows (rows), fusion and scoring (rank)."),
     metric("hindsight_recall_degraded_total", Counter, &["tenant"], "Recalls answered without the vector channel."),
     metric("hindsight_working_write_log_failures_total", Counter, &["record"], "Working-memory writes whose write-log record was lost."),
     metric("hindsight_janitor_run_seconds", Histogram, &["dry_run", "status"], "Duration of one maintenance run."),

@@ -21,7 +21,6 @@ pub mod fake_llm;
 pub mod prometheus;
 pub mod seed;
 pub mod stack;
-pub mod switchable_index;
 
 pub use hindsight_shared;
 

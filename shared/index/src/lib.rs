@@ -109,7 +109,9 @@ pub fn open(config: &Config) -> Result<Arc<dyn VectorIndex>, IndexError> {
         None => Arc::new(edge::EdgeIndex::new(&config.data_dir.join("index"))),
     };
     Ok(match std::env::var_os(outage::ENV) {
-        Some(file) if !file.is_empty() => Arc::new(outage::Outage::new(index, file.into())),
+        Some(file) if !file.is_empty() => {
+            Arc::new(outage::Outage::while_file_exists(index, file.into()))
+        }
         _ => index,
     })
 }

@@ -1,12 +1,20 @@
-//! A fault-injection switch for tests of separate processes: with
-//! `HINDSIGHT_FAULT_INDEX_DOWN_FILE` naming a path, every index call fails as
-//! an unreachable server's would ([`IndexError::Unavailable`]) while a file
-//! exists at that path. An embedded index lives inside the persist process and
-//! cannot be taken away from it from outside; this lets a test play an index
-//! outage against the real `hindsight run persist`. Unset (always, outside
-//! tests), [`crate::open`] returns the index itself.
+//! An index that can be taken down, to play an outage: while down, every call
+//! fails as an unreachable server's would ([`IndexError::Unavailable`]).
+//!
+//! In-process tests flip it with [`Outage::set_up`]. Tests of separate
+//! processes set `HINDSIGHT_FAULT_INDEX_DOWN_FILE` to a path: the index is
+//! down while a file exists there. An embedded index lives inside the persist
+//! process and cannot be taken away from it from outside; the file lets a test
+//! play an index outage against the real `hindsight run persist`. Unset
+//! (always, outside tests), [`crate::open`] returns the index itself.
 
-use std::{path::PathBuf, sync::Arc};
+use std::{
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
 use async_trait::async_trait;
 use uuid::Uuid;
@@ -18,23 +26,48 @@ pub const ENV: &str = "HINDSIGHT_FAULT_INDEX_DOWN_FILE";
 
 pub struct Outage {
     inner: Arc<dyn VectorIndex>,
-    file: PathBuf,
+    /// Down while this file exists (when set).
+    file: Option<PathBuf>,
+    /// Down while this is false.
+    up: AtomicBool,
 }
 
 impl Outage {
-    pub fn new(inner: Arc<dyn VectorIndex>, file: PathBuf) -> Self {
+    /// An index that is down while a file exists at `file`.
+    pub fn while_file_exists(inner: Arc<dyn VectorIndex>, file: PathBuf) -> Self {
         tracing::warn!(file = %file.display(), "fault injection: the vector index is down while this file exists");
-        Self { inner, file }
+        Self {
+            inner,
+            file: Some(file),
+            up: AtomicBool::new(true),
+        }
+    }
+
+    /// An index that is up until [`Self::set_up`] takes it down.
+    pub fn switchable(inner: Arc<dyn VectorIndex>) -> Self {
+        Self {
+            inner,
+            file: None,
+            up: AtomicBool::new(true),
+        }
+    }
+
+    pub fn set_up(&self, up: bool) {
+        self.up.store(up, Ordering::SeqCst);
     }
 
     fn check(&self) -> Result<(), IndexError> {
-        if self.file.exists() {
-            Err(IndexError::Unavailable(format!(
+        if !self.up.load(Ordering::SeqCst) {
+            return Err(IndexError::Unavailable(
+                "fault injected: switched off".into(),
+            ));
+        }
+        match &self.file {
+            Some(file) if file.exists() => Err(IndexError::Unavailable(format!(
                 "fault injected: {} exists",
-                self.file.display()
-            )))
-        } else {
-            Ok(())
+                file.display()
+            ))),
+            _ => Ok(()),
         }
     }
 }

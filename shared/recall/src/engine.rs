@@ -28,6 +28,7 @@ use hindsight_shared::{
 use uuid::Uuid;
 
 use crate::{
+    Timings,
     request::{ExplainedCandidate, RecallRequest, RecallResponse, RequestError},
     working::WorkingMemory,
 };
@@ -145,7 +146,19 @@ impl Recaller {
         tenant: &str,
         req: &RecallRequest,
     ) -> Result<RecallResponse, RecallError> {
+        self.recall_timed(tenant, req)
+            .await
+            .map(|(answer, _)| answer)
+    }
+
+    /// [`Self::recall`], also saying where the time went.
+    pub async fn recall_timed(
+        &self,
+        tenant: &str,
+        req: &RecallRequest,
+    ) -> Result<(RecallResponse, Timings), RecallError> {
         req.validate()?;
+        let mut timings = Timings::default();
         let started = Instant::now();
         let statuses = req.statuses();
         let filters = Filters {
@@ -163,57 +176,46 @@ impl Recaller {
             limit: CHANNEL_DEPTH,
         };
         let use_filter_channel = !filters.is_empty() || req.query.trim().is_empty();
-        let timed = |name: &'static str| {
-            let t = Instant::now();
-            move || {
-                events::RecallPart {
-                    part: name,
-                    elapsed: t.elapsed(),
-                }
-                .emit()
-            }
-        };
-        let (dense, keyword, filtered, entity, working) = tokio::join!(
-            async {
-                let done = timed("dense");
-                let r = self.dense(tenant, req, &statuses).await;
-                done();
-                r
-            },
-            async {
-                let done = timed("keyword");
-                let r = self.store.keyword_search(&keyword_query).await;
-                done();
-                r
-            },
-            async {
+        let (
+            (dense, dense_time),
+            (keyword, keyword_time),
+            (filtered, filter_time),
+            (entity, entity_time),
+            working,
+        ) = tokio::join!(
+            timed(self.dense(tenant, req, &statuses)),
+            timed(self.store.keyword_search(&keyword_query)),
+            timed(async {
                 if use_filter_channel {
                     self.store
                         .filter_channel(tenant, &req.user_id, &statuses, &filters, CHANNEL_DEPTH)
                         .await
+                        .map(Some)
                 } else {
-                    Ok(Vec::new())
+                    Ok(None)
                 }
-            },
-            async {
-                let done = timed("entity");
-                let r = self
-                    .store
-                    .entity_channel(
-                        tenant,
-                        &req.user_id,
-                        &statuses,
-                        &query_entities,
-                        CHANNEL_DEPTH,
-                    )
-                    .await;
-                done();
-                r
-            },
+            }),
+            timed(self.store.entity_channel(
+                tenant,
+                &req.user_id,
+                &statuses,
+                &query_entities,
+                CHANNEL_DEPTH,
+            )),
             self.working_memory(tenant, req),
         );
+        timings.dense = dense_time;
+        timings.keyword = keyword_time;
+        timings.entity = entity_time;
+        let filtered = filtered?;
+        if filtered.is_some() {
+            timings.filter = filter_time;
+        }
         let (dense, degraded_reason) = match dense {
-            Ok(ids) => (ids, None),
+            Ok((ids, embed_time)) => {
+                timings.embed = embed_time;
+                (ids, None)
+            }
             Err(reason) => {
                 events::RecallDegraded {
                     tenant,
@@ -224,7 +226,7 @@ impl Recaller {
             }
         };
         let keyword: Vec<Uuid> = keyword?.into_iter().map(|h| h.id).collect();
-        let mut channels = [dense, keyword, filtered?, entity?];
+        let mut channels = [dense, keyword, filtered.unwrap_or_default(), entity?];
         for (ranking, on) in channels.iter_mut().zip(self.channels) {
             if !on {
                 ranking.clear();
@@ -233,7 +235,7 @@ impl Recaller {
         let fused = fusion::rrf(&channels, RRF_K);
 
         let ids: Vec<Uuid> = fused.iter().map(|f| f.id).collect();
-        let rows_done = timed("rows");
+        let rows_started = Instant::now();
         let rows: HashMap<Uuid, MemoryRow> = self
             .store
             .recall_rows(tenant, &req.user_id, &statuses, &filters, &ids)
@@ -246,8 +248,8 @@ impl Recaller {
         let (min, max) = present.fold((f64::MAX, f64::MIN), |(lo, hi), f| {
             (lo.min(f.rrf), hi.max(f.rrf))
         });
-        rows_done();
-        let rank_done = timed("rank");
+        timings.rows = rows_started.elapsed();
+        let rank_started = Instant::now();
         let now = Utc::now();
         let mut ranked = Vec::new();
         let mut explained = Vec::new();
@@ -297,7 +299,7 @@ impl Recaller {
             .map(|m| (m.id, rows.get(&m.id).and_then(|r| r.superseded_by)))
             .collect();
         conflicts::flag(&mut memories, &links);
-        rank_done();
+        timings.rank = rank_started.elapsed();
 
         if req.explain {
             for e in &mut explained {
@@ -323,35 +325,39 @@ impl Recaller {
             .iter()
             .map(|m| budget::estimate_tokens(&m.content))
             .sum();
+        timings.total = started.elapsed();
+        timings.emit();
         events::Recalled {
             tenant,
-            elapsed: started.elapsed(),
+            elapsed: timings.total,
             memories: memories.len(),
             tokens,
         }
         .emit();
-        Ok(RecallResponse {
+        let answer = RecallResponse {
             memories,
             degraded: degraded_reason.is_some(),
             degraded_reason,
             working_memory: working,
             tokens,
             explain: req.explain.then_some(explained),
-        })
+        };
+        Ok((answer, timings))
     }
 
-    /// The dense channel, or why it could not answer.
+    /// The dense channel and how long its query embedding took, or why it
+    /// could not answer.
     async fn dense(
         &self,
         tenant: &str,
         req: &RecallRequest,
         statuses: &[String],
-    ) -> Result<Vec<Uuid>, String> {
+    ) -> Result<(Vec<Uuid>, Duration), String> {
         let (Some(index), Some(embedder)) = (&self.index, &self.embedder) else {
             return Err("no vector index in this process; answered from keyword search".into());
         };
         if req.query.trim().is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Duration::ZERO));
         }
         let search = async {
             let embed_started = Instant::now();
@@ -364,11 +370,7 @@ impl Recaller {
                 .ok_or_else(|| {
                     "the embedder returned no vector; answered from keyword search".to_string()
                 })?;
-            events::RecallPart {
-                part: "embed",
-                elapsed: embed_started.elapsed(),
-            }
-            .emit();
+            let embed_time = embed_started.elapsed();
             let collection = Collection::for_model(&self.namespace, embedder.model());
             let scope = Scope {
                 tenant: tenant.to_string(),
@@ -384,7 +386,7 @@ impl Recaller {
             index
                 .search(&collection, &vector, &scope, CHANNEL_DEPTH)
                 .await
-                .map(|hits| hits.into_iter().map(|h| h.id).collect())
+                .map(|hits| (hits.into_iter().map(|h| h.id).collect(), embed_time))
                 .map_err(|e| format!("index unavailable ({e}); answered from keyword search"))
         };
         match tokio::time::timeout(self.index_timeout, search).await {
@@ -412,6 +414,13 @@ impl Recaller {
             }
         }
     }
+}
+
+/// Runs a future and measures it.
+async fn timed<T>(work: impl std::future::Future<Output = T>) -> (T, Duration) {
+    let started = Instant::now();
+    let out = work.await;
+    (out, started.elapsed())
 }
 
 fn zero() -> fusion::Parts {

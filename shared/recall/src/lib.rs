@@ -6,6 +6,7 @@
 
 mod engine;
 mod request;
+mod timings;
 pub mod working;
 pub mod working_expiry;
 
@@ -13,5 +14,6 @@ pub use engine::{RecallError, Recaller};
 pub use request::{
     CHANNELS, ExplainedCandidate, Include, RecallRequest, RecallResponse, RequestError,
 };
+pub use timings::Timings;
 pub use working::WorkingMemory;
 pub use working_expiry::{ExpiryError, expired_keys};

@@ -6,7 +6,7 @@
 use uuid::Uuid;
 
 use super::memory::RecalledMemory;
-use crate::dedupe;
+use crate::dedupe::Statement;
 
 /// Marks every pair of the answer that conflicts: one superseded the other
 /// (`superseded_by` gives, per memory, the memory that replaced it), or both
@@ -20,18 +20,18 @@ pub fn flag(memories: &mut [RecalledMemory], superseded_by: &[(Uuid, Option<Uuid
     };
     let n = memories.len();
     // Words once per memory: the pairs are many, the memories few.
-    let words: Vec<_> = memories
+    let statements: Vec<Statement> = memories
         .iter()
-        .map(|m| dedupe::frame_words(&m.content))
+        .map(|m| Statement::new(&m.content))
         .collect();
     for i in 0..n {
         for j in (i + 1)..n {
             let (a, b) = (&memories[i], &memories[j]);
             let linked = replaced_by(a.id) == Some(b.id) || replaced_by(b.id) == Some(a.id);
             let disagree = a.fact_type == b.fact_type
-                && dedupe::same_frame_words(&words[i], &words[j])
-                && (dedupe::contradicts(&a.content, &b.content)
-                    || dedupe::contradicts(&b.content, &a.content));
+                && statements[i].same_frame(&statements[j])
+                && (statements[i].contradicted_by(&statements[j])
+                    || statements[j].contradicted_by(&statements[i]));
             if linked || disagree {
                 let (ida, idb) = (a.id, b.id);
                 if !memories[i].conflicts_with.contains(&idb) {

@@ -183,13 +183,14 @@ impl LlmExtractor {
                 ..Default::default()
             })
             .await?;
-        let text = text.trim();
+        // Control characters go, as from extracted facts: Postgres text cannot hold a NUL.
+        let text = parse::clean(&text, usize::MAX);
         if text.is_empty() || text.chars().count() > prompt::SUMMARY_MAX_CHARS {
             return Err(Unavailable {
                 reason: format!("unusable summary ({} characters)", text.chars().count()),
             });
         }
-        Ok(text.to_string())
+        Ok(text)
     }
 
     /// Sends a request (in the remembered response format when `structured`),

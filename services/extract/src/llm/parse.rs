@@ -165,7 +165,7 @@ fn plain(s: &str) -> Option<Draft> {
 /// Trimmed, at most `max` characters, control characters (tab, newline and
 /// carriage return aside) made spaces, as the turn contract has it: a model may
 /// answer `\u0000`, which the `jsonb` archive of extractions cannot hold.
-fn clean(s: &str, max: usize) -> String {
+pub(crate) fn clean(s: &str, max: usize) -> String {
     let s: String = s
         .chars()
         .map(|c| {

@@ -114,7 +114,8 @@ pub struct Snapshot {
     pub dlq: Vec<dlq::Depth>,
     pub dlq_total: u64,
     pub dlq_latest: Vec<dlq::Entry>,
-    pub memories: Vec<MemoryCount>,
+    /// Memories per tenant and status; `None` when they could not be counted.
+    pub memories: Option<Vec<MemoryCount>>,
     pub last_run: Option<LastRun>,
     /// Parts that could not be read (the rest of the page is still right).
     pub problems: Vec<String>,
@@ -125,6 +126,7 @@ impl Snapshot {
     pub fn memories_in(&self, status: &str) -> i64 {
         self.memories
             .iter()
+            .flatten()
             .filter(|m| m.status == status)
             .map(|m| m.count)
             .sum()
@@ -208,10 +210,9 @@ impl Observer {
             problems.push(format!("latest dead letters: {e}"));
             Vec::new()
         });
-        let memories = memories.unwrap_or_else(|e| {
-            problems.push(format!("memory counts: {e}"));
-            Vec::new()
-        });
+        let memories = memories
+            .inspect_err(|e| problems.push(format!("memory counts: {e}")))
+            .ok();
         let last_run = match last_run {
             Ok(run) => run.map(LastRun::from),
             Err(e) => {
@@ -309,13 +310,8 @@ fn set_gauges(snap: &Snapshot, memory: &mut Memory) {
     }
     memory.dlq_seen.extend(dlq_now);
     // Only a readable count replaces the last one: a failed query leaves the gauges as they were.
-    if snap
-        .problems
-        .iter()
-        .all(|p| !p.starts_with("memory counts"))
-    {
-        let now: BTreeSet<(String, String)> = snap
-            .memories
+    if let Some(counts) = &snap.memories {
+        let now: BTreeSet<(String, String)> = counts
             .iter()
             .map(|m| (m.tenant.clone(), m.status.clone()))
             .collect();
@@ -327,7 +323,7 @@ fn set_gauges(snap: &Snapshot, memory: &mut Memory) {
             }
             .emit();
         }
-        for m in &snap.memories {
+        for m in counts {
             events::MemoriesObserved {
                 tenant: &m.tenant,
                 status: &m.status,

@@ -158,14 +158,14 @@ fn memories(h: &mut String, snap: &Snapshot) {
         let _ = write!(h, "<th>{status}</th>");
     }
     h.push_str("<th>total</th></tr>");
-    let mut tenants: Vec<&str> = snap.memories.iter().map(|m| m.tenant.as_str()).collect();
+    let counts = snap.memories.as_deref().unwrap_or_default();
+    let mut tenants: Vec<&str> = counts.iter().map(|m| m.tenant.as_str()).collect();
     tenants.dedup();
     for tenant in &tenants {
         let _ = write!(h, "<tr><td class=\"text\">{}</td>", esc(tenant));
         let mut total = 0;
         for status in STATUSES {
-            let n: i64 = snap
-                .memories
+            let n: i64 = counts
                 .iter()
                 .filter(|m| m.tenant == *tenant && m.status == *status)
                 .map(|m| m.count)

@@ -162,7 +162,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string(&r)?);
         } else {
             println!(
-                "recall: {} memories of one user (+{} of others), {} queries: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms (query embedding alone p50 {:.1} ms; {}; {}); loaded in {:.0} s; {} degraded",
+                "recall: {} memories of one user (+{} of others), {} queries: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms, {:.1} qps ({}; {}); loaded in {:.0} s; {} degraded",
                 r.memories,
                 r.other_users_memories,
                 r.queries,
@@ -170,12 +170,15 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                 r.p90_ms,
                 r.p99_ms,
                 r.max_ms,
-                r.embed_p50_ms,
+                r.qps,
                 r.embedder,
                 r.index,
                 r.load_seconds,
                 r.degraded
             );
+            for (part, s) in &r.parts {
+                println!("  {part:<8} p50 {:.1} ms, p99 {:.1} ms", s.p50_ms, s.p99_ms);
+            }
         }
         return Ok(());
     }

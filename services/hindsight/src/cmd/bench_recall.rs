@@ -8,10 +8,14 @@
 //! takes one of them with a unique suffix and a slightly perturbed vector.
 //! Queries are real text embedded per request, as recall does.
 
-use std::{sync::Arc, time::Instant};
+use std::{
+    collections::BTreeMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use hindsight_index::{Collection, Payload, Point, VectorIndex};
-use hindsight_recall::RecallRequest;
+use hindsight_recall::{RecallRequest, Timings};
 use hindsight_shared::{dedupe, service::Context, terms};
 use serde::Serialize;
 use uuid::Uuid;
@@ -31,12 +35,23 @@ pub struct Report {
     pub p90_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    pub qps: f64,
     /// The query embedding alone, for scale.
     pub embed_p50_ms: f64,
+    /// Each part's p50 and p99 (ms). The channels run concurrently, so
+    /// `embed`+`search` (the dense channel), `keyword` and `entity` overlap;
+    /// `rows` and `rank` (fusion, score, budget) follow them.
+    pub parts: BTreeMap<&'static str, Split>,
     pub embedder: String,
     pub index: String,
     pub degraded: usize,
     pub mean_returned: f64,
+}
+
+#[derive(Serialize)]
+pub struct Split {
+    pub p50_ms: f64,
+    pub p99_ms: f64,
 }
 
 const PEOPLE: &[&str] = &[
@@ -163,8 +178,9 @@ async fn measure(ctx: &Context, memories: usize, queries: usize) -> anyhow::Resu
             .await?;
     }
     let mut latencies = Vec::with_capacity(queries);
-    let mut embed_latencies = Vec::with_capacity(queries);
+    let mut timings = Vec::with_capacity(queries);
     let (mut degraded, mut returned) = (0, 0);
+    let measuring = Instant::now();
     for n in 0..queries {
         // Vary the text so no cache of any layer can answer from a previous query.
         let query = format!(
@@ -172,19 +188,38 @@ async fn measure(ctx: &Context, memories: usize, queries: usize) -> anyhow::Resu
             QUERIES[n % QUERIES.len()],
             PLACES[(n / QUERIES.len()) % PLACES.len()]
         );
-        let t = Instant::now();
-        embedder.embed(std::slice::from_ref(&query)).await?;
-        embed_latencies.push(t.elapsed().as_secs_f64() * 1000.0);
         let started = Instant::now();
-        let answer = recaller
-            .recall(TENANT, &RecallRequest::new(USER, query))
+        let (answer, parts) = recaller
+            .recall_timed(TENANT, &RecallRequest::new(USER, query))
             .await?;
         latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+        timings.push(parts);
         degraded += usize::from(answer.degraded);
         returned += answer.memories.len();
     }
+    let qps = queries as f64 / measuring.elapsed().as_secs_f64().max(1e-9);
     latencies.sort_by(f64::total_cmp);
-    embed_latencies.sort_by(f64::total_cmp);
+    let split = |part: fn(&Timings) -> Duration| {
+        let mut ms: Vec<f64> = timings
+            .iter()
+            .map(|t| part(t).as_secs_f64() * 1000.0)
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        Split {
+            p50_ms: percentile(&ms, 0.5),
+            p99_ms: percentile(&ms, 0.99),
+        }
+    };
+    let parts: BTreeMap<&'static str, Split> = [
+        ("embed", split(|t| t.embed)),
+        ("search", split(Timings::search)),
+        ("keyword", split(|t| t.keyword)),
+        ("entity", split(|t| t.entity)),
+        ("rows", split(|t| t.rows)),
+        ("rank", split(|t| t.rank)),
+    ]
+    .into_iter()
+    .collect();
     Ok(Report {
         memories,
         other_users_memories: others,
@@ -194,7 +229,9 @@ async fn measure(ctx: &Context, memories: usize, queries: usize) -> anyhow::Resu
         p90_ms: percentile(&latencies, 0.9),
         p99_ms: percentile(&latencies, 0.99),
         max_ms: latencies.last().copied().unwrap_or(0.0),
-        embed_p50_ms: percentile(&embed_latencies, 0.5),
+        qps,
+        embed_p50_ms: parts["embed"].p50_ms,
+        parts,
         embedder: embedder.model().name.clone(),
         index: if ctx.config.index.qdrant_url.is_some() {
             "qdrant server".into()

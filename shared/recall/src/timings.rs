@@ -1,0 +1,49 @@
+//! Where one recall spent its time, part by part, so that a benchmark can
+//! split its latency the way the `hindsight_recall_part_seconds` metric does.
+
+use std::time::Duration;
+
+use hindsight_shared::events;
+
+/// One recall's parts. The channels run concurrently, so the parts before
+/// `rows` overlap: the answer waits for the slowest of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Timings {
+    /// Embedding the query (part of `dense`).
+    pub embed: Duration,
+    /// The dense channel: query embedding and vector search together.
+    pub dense: Duration,
+    pub keyword: Duration,
+    pub entity: Duration,
+    /// The structured-filter channel (zero when the request has no filter).
+    pub filter: Duration,
+    /// Reading the fused candidates' rows back from Postgres.
+    pub rows: Duration,
+    /// RRF fusion, the score, source spreading, the budget and conflicts.
+    pub rank: Duration,
+    pub total: Duration,
+}
+
+impl Timings {
+    /// The vector search alone (the dense channel without the query embedding).
+    pub fn search(&self) -> Duration {
+        self.dense.saturating_sub(self.embed)
+    }
+
+    /// Records every part in the metric (parts that did not run are left out).
+    pub(crate) fn emit(&self) {
+        for (part, elapsed) in [
+            ("embed", self.embed),
+            ("dense", self.dense),
+            ("keyword", self.keyword),
+            ("entity", self.entity),
+            ("filter", self.filter),
+            ("rows", self.rows),
+            ("rank", self.rank),
+        ] {
+            if !elapsed.is_zero() {
+                events::RecallPart { part, elapsed }.emit();
+            }
+        }
+    }
+}
