@@ -46,8 +46,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Recall latency (p50/p90/p99) for one user holding `--memories`
-    /// memories, end to end including the query embedding.
+    /// Recall latency (p50/p90/p99) and qps for one user holding `--memories`
+    /// memories, end to end including the query embedding, with each part's
+    /// p50/p99 (embedding, vector search, keyword, entity, rows, rank).
     Recall {
         /// Memories of the measured user (20 other users hold 1,000 each).
         #[arg(long, default_value_t = 100_000)]
