@@ -191,3 +191,73 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_is_processed_once() {
     running.stop().await;
     deployment.remove().await;
 }
+
+/// Takes `pause` over every batch, and notes each delivery it sees.
+struct Slow {
+    pause: Duration,
+    seen: Arc<std::sync::Mutex<Vec<(String, u64)>>>,
+}
+
+#[async_trait]
+impl Stage for Slow {
+    type Input = String;
+    type Output = Echo;
+    const NAME: &'static str = "filter";
+    const INPUT: Topic = Topic::Turns;
+    const OUTPUT: Option<Topic> = Some(Topic::Kept);
+
+    fn decode(&self, payload: &[u8]) -> Result<String, String> {
+        String::from_utf8(payload.to_vec()).map_err(|e| e.to_string())
+    }
+
+    async fn handle(&self, batch: &[Delivery<String>]) -> Vec<Outcome<Echo>> {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.extend(batch.iter().map(|d| (d.input.clone(), d.delivered)));
+        }
+        tokio::time::sleep(self.pause).await;
+        batch
+            .iter()
+            .map(|d| {
+                Outcome::Emit(vec![Echo {
+                    tenant: d.tenant.clone(),
+                    id: d.input.clone(),
+                }])
+            })
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_handled_for_longer_than_the_ack_wait_is_not_redelivered() {
+    let deployment = Deployment::new("test", |c| {
+        c.ack_wait = Some(Duration::from_secs(1));
+        c.max_deliver = Some(3);
+    })
+    .await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stage = Slow {
+        pause: Duration::from_secs(4),
+        seen: seen.clone(),
+    };
+    let running = deployment.start(stage).await;
+    for m in ["m1", "m2", "m3"] {
+        deployment.publish_raw("acme", m.as_bytes().to_vec()).await;
+    }
+    eventually(
+        "every message is settled",
+        Duration::from_secs(30),
+        || async { deployment.backlog("TURNS", "filter").await == 0 },
+    )
+    .await;
+    // Four ack waits of handling, yet each message was seen once, first time.
+    let mut seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [("m1".into(), 1), ("m2".into(), 1), ("m3".into(), 1)],
+        "in-progress acks keep JetStream from redelivering"
+    );
+    assert!(deployment.dead_letters().await.is_empty());
+    running.stop().await;
+    deployment.remove().await;
+}

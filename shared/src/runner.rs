@@ -47,7 +47,17 @@ pub struct RunnerOptions {
     pub max_deliver: u64,
     pub retry_initial: Duration,
     pub retry_max: Duration,
+    /// The consumer's ack wait: a batch handled for longer is kept in
+    /// progress (see [`IN_PROGRESS_FOR_AT_MOST`]).
+    pub ack_wait: Duration,
 }
+
+/// How many ack waits a batch may stay "in progress" while the stage handles
+/// it. A slow but working stage (an LLM answering 256 turns 8 at a time)
+/// is not redelivered behind its own back, which would call the LLM again
+/// for turns being extracted and count deliveries that never failed; a stage
+/// stuck for longer than this gets its messages redelivered as before.
+pub const IN_PROGRESS_FOR_AT_MOST: u32 = 10;
 
 /// One pulled message, with what the runner needs to settle it.
 struct Pulled {
@@ -95,6 +105,7 @@ pub async fn run<S: Stage>(
             .max(1) as u64,
         retry_initial: config.retry_initial,
         retry_max: config.retry_max,
+        ack_wait: consumer.cached_info().config.ack_wait,
     };
     let runner = Runner {
         stage,
@@ -251,7 +262,7 @@ impl<S: Stage> Runner<S> {
         let mut logic = std::time::Duration::ZERO;
         if !deliveries.is_empty() {
             let logic_started = std::time::Instant::now();
-            let outcomes = self.handle(deliveries).await;
+            let outcomes = self.handle_in_progress(deliveries, &inputs).await;
             logic = logic_started.elapsed();
             self.settle(inputs, outcomes).await;
         }
@@ -262,6 +273,38 @@ impl<S: Stage> Runner<S> {
             elapsed: started.elapsed(),
         }
         .emit();
+    }
+
+    /// [`Self::handle`], telling JetStream every third of the ack wait that
+    /// the batch is still being worked on, for at most
+    /// [`IN_PROGRESS_FOR_AT_MOST`] ack waits.
+    async fn handle_in_progress(
+        &self,
+        deliveries: Vec<Delivery<S::Input>>,
+        inputs: &[Pulled],
+    ) -> Vec<Outcome<S::Output>> {
+        let ack_wait = self.options.ack_wait;
+        let handling = self.handle(deliveries);
+        if ack_wait.is_zero() {
+            return handling.await;
+        }
+        tokio::pin!(handling);
+        let until = Instant::now() + ack_wait * IN_PROGRESS_FOR_AT_MOST;
+        let every = ack_wait / 3;
+        let mut next = Instant::now() + every;
+        loop {
+            tokio::select! {
+                outcomes = &mut handling => return outcomes,
+                _ = tokio::time::sleep_until(next), if next < until => {
+                    for input in inputs {
+                        if let Err(e) = input.msg.ack_with(AckKind::Progress).await {
+                            tracing::debug!(stage = S::NAME, error = %e, "in-progress ack failed");
+                        }
+                    }
+                    next += every;
+                }
+            }
+        }
     }
 
     /// Calls the stage in its own task so that a panic costs one retry of the
