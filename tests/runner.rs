@@ -4,7 +4,7 @@
 
 use std::{
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
@@ -31,10 +31,13 @@ impl Message for Echo {
 }
 
 /// Fails every message while `broken` is set (as if a dependency were down),
-/// and panics on the payload `boom`.
+/// and panics on the payload `boom`. Takes `pause` over every batch, and
+/// notes each delivery it sees.
 struct Flaky {
     broken: Arc<AtomicBool>,
     handled: Arc<AtomicUsize>,
+    pause: Duration,
+    seen: Arc<Mutex<Vec<(String, u64)>>>,
 }
 
 #[async_trait]
@@ -50,6 +53,10 @@ impl Stage for Flaky {
     }
 
     async fn handle(&self, batch: &[Delivery<String>]) -> Vec<Outcome<Echo>> {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.extend(batch.iter().map(|d| (d.input.clone(), d.delivered)));
+        }
+        tokio::time::sleep(self.pause).await;
         if batch.iter().any(|d| d.input == "boom") {
             panic!("boom");
         }
@@ -79,6 +86,8 @@ fn flaky(broken: bool) -> (Flaky, Arc<AtomicBool>, Arc<AtomicUsize>) {
         Flaky {
             broken: b.clone(),
             handled: h.clone(),
+            pause: Duration::ZERO,
+            seen: Arc::default(),
         },
         b,
         h,
@@ -192,41 +201,6 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_is_processed_once() {
     deployment.remove().await;
 }
 
-/// Takes `pause` over every batch, and notes each delivery it sees.
-struct Slow {
-    pause: Duration,
-    seen: Arc<std::sync::Mutex<Vec<(String, u64)>>>,
-}
-
-#[async_trait]
-impl Stage for Slow {
-    type Input = String;
-    type Output = Echo;
-    const NAME: &'static str = "filter";
-    const INPUT: Topic = Topic::Turns;
-    const OUTPUT: Option<Topic> = Some(Topic::Kept);
-
-    fn decode(&self, payload: &[u8]) -> Result<String, String> {
-        String::from_utf8(payload.to_vec()).map_err(|e| e.to_string())
-    }
-
-    async fn handle(&self, batch: &[Delivery<String>]) -> Vec<Outcome<Echo>> {
-        if let Ok(mut seen) = self.seen.lock() {
-            seen.extend(batch.iter().map(|d| (d.input.clone(), d.delivered)));
-        }
-        tokio::time::sleep(self.pause).await;
-        batch
-            .iter()
-            .map(|d| {
-                Outcome::Emit(vec![Echo {
-                    tenant: d.tenant.clone(),
-                    id: d.input.clone(),
-                }])
-            })
-            .collect()
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_handled_for_longer_than_the_ack_wait_is_not_redelivered() {
     let deployment = Deployment::new("test", |c| {
@@ -234,11 +208,9 @@ async fn a_batch_handled_for_longer_than_the_ack_wait_is_not_redelivered() {
         c.max_deliver = Some(3);
     })
     .await;
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let stage = Slow {
-        pause: Duration::from_secs(4),
-        seen: seen.clone(),
-    };
+    let (mut stage, _, _) = flaky(false);
+    stage.pause = Duration::from_secs(4);
+    let seen = stage.seen.clone();
     let running = deployment.start(stage).await;
     for m in ["m1", "m2", "m3"] {
         deployment.publish_raw("acme", m.as_bytes().to_vec()).await;

@@ -71,7 +71,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_ACK_WAIT",
         "",
-        "How long JetStream waits for an ack before redelivering; empty: each consumer's `ack_wait` in `streams/`.",
+        "How long JetStream waits for an ack before redelivering; empty: each consumer's `ack_wait` in `streams/`. A batch still being handled is kept in progress for up to ten ack waits.",
     ),
     setting(
         "HINDSIGHT_MAX_DELIVER",
