@@ -1,0 +1,64 @@
+//! The keyword channel when every query term is common: it scores at most
+//! `CANDIDATE_BUDGET` memories, and those holding every query term are among
+//! them.
+
+use hindsight_shared::store::keyword::{CANDIDATE_BUDGET, KeywordQuery};
+use hindsight_tests::Deployment;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_only_common_terms_the_memories_holding_all_of_them_still_come_first() {
+    let d = Deployment::new("keyword", |_| {}).await;
+    // 10,000 memories of one user. "spring" is in 3,000 and "marathon" in
+    // 3,500 of them, together in 3,000 (over the budget); "plan" is in 7,050;
+    // only memories 2950..3000 hold all three. Every memory has four terms
+    // (an absent term's place takes a word of its own) so that length does
+    // not rank. Inserted in order, so the first rows the two rarest terms
+    // find hold only two of the three.
+    assert!(CANDIDATE_BUDGET < 3_000);
+    sqlx::query(
+        "INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, importance,
+                               confidence, source_trust, status, embedding_model, embedding_version,
+                               terms, index_state)
+         SELECT gen_random_uuid(), 'acme', 'u1', 'semantic', 'fact', 'memory ' || i, 'memory ' || i,
+                0.5, 0.9, 'high', 'active', 'test-model', '1',
+                ARRAY[CASE WHEN i < 3000 THEN 'spring' ELSE 'a' || i END,
+                      CASE WHEN i < 3500 THEN 'marathon' ELSE 'b' || i END,
+                      CASE WHEN i >= 2950 THEN 'plan' ELSE 'c' || i END,
+                      'n' || i],
+                'indexed'
+         FROM generate_series(0, 9999) AS i",
+    )
+    .execute(&d.ctx.store.pool)
+    .await
+    .expect("memories written");
+
+    let statuses = ["active".to_string()];
+    let hits = d
+        .ctx
+        .store
+        .keyword_search(&KeywordQuery {
+            tenant: "acme",
+            user_id: "u1",
+            text: "spring marathon plans",
+            statuses: &statuses,
+            limit: 50,
+        })
+        .await
+        .expect("keyword search");
+    let ids: Vec<uuid::Uuid> = hits.iter().map(|h| h.id).collect();
+    let mut contents: Vec<String> =
+        sqlx::query_scalar("SELECT content FROM memories WHERE id = ANY($1)")
+            .bind(&ids)
+            .fetch_all(&d.ctx.store.pool)
+            .await
+            .expect("contents");
+    contents.sort();
+    let mut expected: Vec<String> = (2950..3000).map(|i| format!("memory {i}")).collect();
+    expected.sort();
+    assert_eq!(contents, expected, "the 50 memories holding every term");
+    assert!(
+        hits.windows(2).all(|w| w[0].score >= w[1].score),
+        "best first"
+    );
+    d.remove().await;
+}
