@@ -14,7 +14,7 @@ async fn with_only_common_terms_the_memories_holding_all_of_them_still_come_firs
     // (an absent term's place takes a word of its own) so that length does
     // not rank. Inserted in order, so the first rows the two rarest terms
     // find hold only two of the three.
-    assert!(CANDIDATE_BUDGET < 3_000);
+    const { assert!(CANDIDATE_BUDGET < 3_000) };
     sqlx::query(
         "INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, importance,
                                confidence, source_trust, status, embedding_model, embedding_version,
