@@ -81,28 +81,6 @@ impl Delta<'_> {
     }
 }
 
-/// Waits until every stage's consumer has settled everything: counters are
-/// recorded before the ack, so the counts are final then.
-async fn settled(d: &Deployment) {
-    eventually(
-        "every consumer is settled",
-        Duration::from_secs(60),
-        || async {
-            let mut backlog = 0;
-            for (stream, consumer) in [
-                ("TURNS", "filter"),
-                ("KEPT", "extract"),
-                ("FACTS", "embed"),
-                ("EMBEDDED", "persist"),
-            ] {
-                backlog += d.backlog(stream, consumer).await;
-            }
-            backlog == 0
-        },
-    )
-    .await;
-}
-
 /// Dead letters of `tenant`, as (stage, reason code).
 async fn dead_letters(d: &Deployment, tenant: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = d
@@ -178,7 +156,7 @@ async fn metrics_count_every_turn_by_stage_reason_and_outcome() {
         || async { dead_letters(&d, t).await.len() == 4 },
     )
     .await;
-    settled(&d).await;
+    d.settled(Duration::from_secs(60)).await;
     let duplicates: Vec<i64> = sqlx::query_scalar(
         "SELECT duplicate_seqs FROM turns WHERE tenant = $1 AND turn_id = 'k-peanuts'",
     )
@@ -286,7 +264,7 @@ async fn metrics_count_every_turn_by_stage_reason_and_outcome() {
     }
     d.flush().await;
     drained(&d, 14).await;
-    settled(&d).await;
+    d.settled(Duration::from_secs(60)).await;
     let after = scrape(&stack.base_url).await;
     let delta = Delta {
         before: &before,

@@ -17,6 +17,17 @@ use hindsight_shared::{
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+/// Stdout of a command that must have succeeded (else its stderr, in the panic).
+pub fn succeeded(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub mod fake_llm;
 pub mod prometheus;
 pub mod seed;
@@ -163,6 +174,37 @@ impl Deployment {
         let stream = self.stream(stream).await;
         let info = stream.consumer_info(consumer).await.expect("consumer info");
         info.num_pending + info.num_ack_pending as u64
+    }
+
+    /// Waits until every stage's consumer has settled everything (within
+    /// `within`): counters are recorded before the ack, so counts are final then.
+    pub async fn settled(&self, within: Duration) {
+        eventually("every consumer is settled", within, || async {
+            let mut backlog = 0;
+            for (stream, consumer) in [
+                ("TURNS", "filter"),
+                ("KEPT", "extract"),
+                ("FACTS", "embed"),
+                ("EMBEDDED", "persist"),
+            ] {
+                backlog += self.backlog(stream, consumer).await;
+            }
+            backlog == 0
+        })
+        .await;
+    }
+
+    /// The `hindsight` CLI at `bin` (a test's `CARGO_BIN_EXE_hindsight`),
+    /// pointed at this deployment.
+    pub fn cli(&self, bin: &str) -> tokio::process::Command {
+        let config = self.config();
+        let mut command = tokio::process::Command::new(bin);
+        command
+            .env("HINDSIGHT_NAMESPACE", config.namespace.as_str())
+            .env("HINDSIGHT_DATABASE_URL", &config.database_url)
+            .env("HINDSIGHT_NATS_URL", &config.nats_url)
+            .env("HINDSIGHT_DATA_DIR", &config.data_dir);
+        command
     }
 
     /// Removes the namespace's streams, the database and the data directory.

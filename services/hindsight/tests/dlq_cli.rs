@@ -23,9 +23,9 @@ use hindsight_tests::{
     fake_llm::{FakeLlm, Reply},
     prometheus::scrape,
     stack::{Stack, drained},
+    succeeded,
 };
 use serde_json::{Value, json};
-use tokio::process::Command;
 use uuid::Uuid;
 
 const CONTENT: &str =
@@ -41,34 +41,18 @@ fn good_facts() -> String {
 }
 
 async fn hindsight(d: &Deployment, args: &[&str]) -> Output {
-    let config = d.config();
-    Command::new(env!("CARGO_BIN_EXE_hindsight"))
+    d.cli(env!("CARGO_BIN_EXE_hindsight"))
         .args(args)
-        .env("HINDSIGHT_NAMESPACE", config.namespace.as_str())
-        .env("HINDSIGHT_DATABASE_URL", &config.database_url)
-        .env("HINDSIGHT_NATS_URL", &config.nats_url)
-        .env("HINDSIGHT_DATA_DIR", &config.data_dir)
         .output()
         .await
         .expect("hindsight runs")
-}
-
-/// Stdout of a command that must succeed.
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// `dlq list --json` with these filters: one JSON object per line.
 async fn list(d: &Deployment, filters: &[&str]) -> Vec<Value> {
     let mut args = vec!["dlq", "list", "--json"];
     args.extend_from_slice(filters);
-    ok(&hindsight(d, &args).await)
+    succeeded(&hindsight(d, &args).await)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("a JSON line ({e}): {l}")))
         .collect()
@@ -85,26 +69,6 @@ async fn remembered(d: &Deployment, tenant: &str) -> (i64, i64, i64) {
     .fetch_one(&d.ctx.store.pool)
     .await
     .expect("counts")
-}
-
-async fn settled(d: &Deployment) {
-    eventually(
-        "every consumer is settled",
-        Duration::from_secs(30),
-        || async {
-            let mut backlog = 0;
-            for (stream, consumer) in [
-                ("TURNS", "filter"),
-                ("KEPT", "extract"),
-                ("FACTS", "embed"),
-                ("EMBEDDED", "persist"),
-            ] {
-                backlog += d.backlog(stream, consumer).await;
-            }
-            backlog == 0
-        },
-    )
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,7 +115,7 @@ async fn a_dead_letter_is_listed_shown_and_replayed_once_its_cause_is_fixed() {
         d.dead_letters().await.len() == 2
     })
     .await;
-    settled(&d).await;
+    d.settled(Duration::from_secs(30)).await;
 
     // list: every letter, then filtered by stage and tenant.
     assert_eq!(list(&d, &[]).await.len(), 2);
@@ -198,7 +162,7 @@ async fn a_dead_letter_is_listed_shown_and_replayed_once_its_cause_is_fixed() {
     );
     // The table, for people.
     let table = hindsight(&d, &["dlq", "list", "--tenant", t]).await;
-    let text = ok(&table);
+    let text = succeeded(&table);
     assert!(text.starts_with("   SEQ  STAGE"), "{text}");
     assert!(
         text.lines().any(
@@ -209,9 +173,10 @@ async fn a_dead_letter_is_listed_shown_and_replayed_once_its_cause_is_fixed() {
     assert!(String::from_utf8_lossy(&table.stderr).contains("1 dead letter(s)"));
 
     // show: the whole payload, the kept turn as the filter passed it on.
-    let shown: Value =
-        serde_json::from_str(&ok(&hindsight(&d, &["dlq", "show", &seq.to_string()]).await))
-            .expect("show prints JSON");
+    let shown: Value = serde_json::from_str(&succeeded(
+        &hindsight(&d, &["dlq", "show", &seq.to_string()]).await,
+    ))
+    .expect("show prints JSON");
     assert_eq!(shown["seq"], json!(seq));
     assert_eq!(shown["reason"], json!(reason));
     let payload: Value =
@@ -241,7 +206,7 @@ async fn a_dead_letter_is_listed_shown_and_replayed_once_its_cause_is_fixed() {
         2,
         "a refused purge deletes nothing"
     );
-    let purged = ok(&hindsight(&d, &["dlq", "purge", "--stage", "filter", "--yes"]).await);
+    let purged = succeeded(&hindsight(&d, &["dlq", "purge", "--stage", "filter", "--yes"]).await);
     assert_eq!(purged.trim(), "purged 1 dead letter(s)");
     let left = list(&d, &[]).await;
     assert_eq!(left.len(), 1);
@@ -250,10 +215,10 @@ async fn a_dead_letter_is_listed_shown_and_replayed_once_its_cause_is_fixed() {
     // The cause is fixed outside the message: the endpoint is back. Replay.
     llm_up.store(true, Ordering::SeqCst);
     let calls_before = llm.calls();
-    let replayed = ok(&hindsight(&d, &["dlq", "replay", &seq.to_string()]).await);
+    let replayed = succeeded(&hindsight(&d, &["dlq", "replay", &seq.to_string()]).await);
     assert_eq!(replayed.trim(), "replayed 1 dead letter(s)");
     drained(&d, 1).await;
-    settled(&d).await;
+    d.settled(Duration::from_secs(30)).await;
     assert_eq!(llm.calls() - calls_before, 1, "one LLM call for the replay");
     assert_eq!(
         remembered(&d, t).await,
@@ -297,7 +262,7 @@ async fn a_dead_letter_is_listed_shown_and_replayed_once_its_cause_is_fixed() {
     assert!(!again.status.success());
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(stderr.contains(&format!("message {seq}")), "{stderr}");
-    let all = ok(&hindsight(&d, &["dlq", "replay", "--all"]).await);
+    let all = succeeded(&hindsight(&d, &["dlq", "replay", "--all"]).await);
     assert_eq!(all.trim(), "replayed 0 dead letter(s)");
     // A copy of the letter replayed once more (an operator's saved payload,
     // outside JetStream's duplicate window): the recorded facts are re-emitted
@@ -325,7 +290,7 @@ async fn a_dead_letter_is_listed_shown_and_replayed_once_its_cause_is_fixed() {
         .expect("published")
         .await
         .expect("stored");
-    settled(&d).await;
+    d.settled(Duration::from_secs(30)).await;
     assert_eq!(llm.calls() - calls_before, 1, "no second LLM call");
     assert_eq!(remembered(&d, t).await, (3, 3, 3), "nothing doubled");
     assert!(list(&d, &[]).await.is_empty());

@@ -7,9 +7,9 @@ use chrono::{DateTime, TimeZone, Utc};
 use hindsight_tests::{
     Deployment,
     seed::{self, Seed, basis, near},
+    succeeded,
 };
 use serde_json::Value;
-use tokio::process::Command;
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 12, 6, 2, 0, 0)
@@ -18,13 +18,8 @@ fn now() -> DateTime<Utc> {
 }
 
 async fn hindsight(d: &Deployment, args: &[&str]) -> Output {
-    let config = d.config();
-    Command::new(env!("CARGO_BIN_EXE_hindsight"))
+    d.cli(env!("CARGO_BIN_EXE_hindsight"))
         .args(args)
-        .env("HINDSIGHT_NAMESPACE", config.namespace.as_str())
-        .env("HINDSIGHT_DATABASE_URL", &config.database_url)
-        .env("HINDSIGHT_NATS_URL", &config.nats_url)
-        .env("HINDSIGHT_DATA_DIR", &config.data_dir)
         .env("HOSTNAME", "cli-process")
         .output()
         .await
@@ -32,18 +27,9 @@ async fn hindsight(d: &Deployment, args: &[&str]) -> Output {
 }
 
 fn json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is one JSON document ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    let stdout = succeeded(out);
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is one JSON document ({e}): {stdout}"))
 }
 
 #[tokio::test]
