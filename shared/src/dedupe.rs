@@ -210,11 +210,6 @@ pub fn contradicts(old: &str, new: &str) -> bool {
     Statement::new(old).contradicted_by(&Statement::new(new))
 }
 
-/// Whether two statements share most of their words (see [`Statement::same_frame`]).
-pub fn same_frame(a: &str, b: &str) -> bool {
-    Statement::new(a).same_frame(&Statement::new(b))
-}
-
 /// The content of a merged memory, and whether the new fact's vector should
 /// replace the old one (when the new content is the one kept).
 pub fn merged_content(old: &str, new: &str) -> (String, bool) {

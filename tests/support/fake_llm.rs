@@ -167,12 +167,10 @@ pub fn bag_of_words(text: &str) -> Vec<f32> {
         let slot = (h % EMBED_DIMENSION as u64) as usize;
         v[slot] += if (h >> 32) & 1 == 0 { 1.0 } else { -1.0 };
     }
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    } else {
+    if v.iter().all(|x| *x == 0.0) {
         v[0] = 1.0;
     }
+    hindsight_embedder::normalise(&mut v);
     v
 }
 

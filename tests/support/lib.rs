@@ -17,6 +17,14 @@ use hindsight_shared::{
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+/// Every stage's input stream (base name) and consumer, in pipeline order.
+pub const STAGE_CONSUMERS: [(&str, &str); 4] = [
+    ("TURNS", "filter"),
+    ("KEPT", "extract"),
+    ("FACTS", "embed"),
+    ("EMBEDDED", "persist"),
+];
+
 /// Stdout of a command that must have succeeded (else its stderr, in the panic).
 pub fn succeeded(out: &std::process::Output) -> String {
     assert!(
@@ -181,12 +189,7 @@ impl Deployment {
     pub async fn settled(&self, within: Duration) {
         eventually("every consumer is settled", within, || async {
             let mut backlog = 0;
-            for (stream, consumer) in [
-                ("TURNS", "filter"),
-                ("KEPT", "extract"),
-                ("FACTS", "embed"),
-                ("EMBEDDED", "persist"),
-            ] {
+            for (stream, consumer) in STAGE_CONSUMERS {
                 backlog += self.backlog(stream, consumer).await;
             }
             backlog == 0
@@ -194,16 +197,25 @@ impl Deployment {
         .await;
     }
 
+    /// The environment that points a `hindsight` process at this deployment.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let config = self.config();
+        vec![
+            ("HINDSIGHT_NAMESPACE", config.namespace.to_string()),
+            ("HINDSIGHT_DATABASE_URL", config.database_url.clone()),
+            ("HINDSIGHT_NATS_URL", config.nats_url.clone()),
+            (
+                "HINDSIGHT_DATA_DIR",
+                config.data_dir.to_string_lossy().into_owned(),
+            ),
+        ]
+    }
+
     /// The `hindsight` CLI at `bin` (a test's `CARGO_BIN_EXE_hindsight`),
     /// pointed at this deployment.
     pub fn cli(&self, bin: &str) -> tokio::process::Command {
-        let config = self.config();
         let mut command = tokio::process::Command::new(bin);
-        command
-            .env("HINDSIGHT_NAMESPACE", config.namespace.as_str())
-            .env("HINDSIGHT_DATABASE_URL", &config.database_url)
-            .env("HINDSIGHT_NATS_URL", &config.nats_url)
-            .env("HINDSIGHT_DATA_DIR", &config.data_dir);
+        command.envs(self.env());
         command
     }
 

@@ -85,7 +85,8 @@ impl Store {
             .into_iter()
             .filter_map(|(_, _, t, df)| Some((t?, df.filter(|d| *d > 0)?)))
             .collect();
-        // The rows come in key order; scoring wants the query's.
+        // The rows come in key order: put them in the query's, so that terms
+        // of equal frequency are chosen as candidates in the order asked.
         known.sort_by_key(|(t, _)| query_terms.iter().position(|q| q == t));
         if known.is_empty() {
             return Ok(Vec::new());
@@ -99,24 +100,27 @@ impl Store {
             .collect();
         let scored: Vec<String> = known.iter().map(|(t, _)| t.clone()).collect();
         known.sort_by_key(|(_, df)| *df);
-        let mut budget = 0;
-        let candidates: Vec<String> = known
-            .iter()
-            .take_while(|(_, df)| {
-                let first = budget == 0;
-                budget += df;
-                first || budget <= CANDIDATE_BUDGET
-            })
-            .map(|(t, _)| t.clone())
-            .collect();
         // When even the rarest term is too common to score its every memory,
         // candidates must hold the two rarest terms together (a GIN
         // intersection); memories with one common term would score low
         // anyway. Those can still be many (two words that always come
         // together): then at most CANDIDATE_BUDGET are scored, those holding
         // every known query term first, as they score highest.
-        let all_known: Vec<String> = known.iter().map(|(t, _)| t.clone()).collect();
         let intersect = known[0].1 > CANDIDATE_BUDGET && known.len() >= 2;
+        let candidates: Vec<String> = if intersect {
+            vec![known[0].0.clone(), known[1].0.clone()]
+        } else {
+            let mut budget = 0;
+            known
+                .iter()
+                .take_while(|(_, df)| {
+                    let first = budget == 0;
+                    budget += df;
+                    first || budget <= CANDIDATE_BUDGET
+                })
+                .map(|(t, _)| t.clone())
+                .collect()
+        };
         let candidate_rows = if intersect {
             let two_rarest = "SELECT m.id, m.terms FROM memories m
                 WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms @> $10::text[]";
@@ -124,7 +128,7 @@ impl Store {
                 format!(
                     "SELECT DISTINCT ON (id) id, terms FROM (
                        (SELECT m.id, m.terms FROM memories m
-                        WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms @> $11::text[])
+                        WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms @> $3::text[])
                        UNION ALL ({two_rarest})
                        LIMIT {CANDIDATE_BUDGET}) AS t"
                 )
@@ -138,11 +142,6 @@ impl Store {
                  WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms && $10::text[]
                  LIMIT {CANDIDATE_BUDGET}"
             )
-        };
-        let candidates = if intersect {
-            vec![known[0].0.clone(), known[1].0.clone()]
-        } else {
-            candidates
         };
         let sql = format!(
             "SELECT c.id,
@@ -163,7 +162,6 @@ impl Store {
             .bind(B)
             .bind(i64::try_from(q.limit).unwrap_or(i64::MAX))
             .bind(&candidates)
-            .bind(&all_known)
             .fetch_all(&self.pool)
             .await?;
         Ok(hits)

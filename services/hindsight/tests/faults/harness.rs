@@ -13,7 +13,7 @@ use std::{
 };
 
 use async_nats::jetstream;
-use hindsight_tests::{Deployment, hindsight_shared::Topic};
+use hindsight_tests::{Deployment, STAGE_CONSUMERS, hindsight_shared::Topic};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -236,27 +236,23 @@ impl Pipeline {
     /// The environment of the deployment `d`, embedding through `embed_base_url`
     /// (the fake's deterministic vectors), plus `extra`.
     pub fn new(d: &Deployment, suite: &str, embed_base_url: &str, extra: &[(&str, &str)]) -> Self {
-        let c = d.config();
-        let mut env: Vec<(String, String)> = [
-            ("HINDSIGHT_NAMESPACE", c.namespace.as_str()),
-            ("HINDSIGHT_DATABASE_URL", &c.database_url),
-            ("HINDSIGHT_NATS_URL", &c.nats_url),
-            ("HINDSIGHT_EMBED_BASE_URL", embed_base_url),
-            ("HINDSIGHT_EMBED_MODEL", EMBED_MODEL),
-            ("HINDSIGHT_LLM_BASE_URL", ""),
-            ("HINDSIGHT_LOG", "info"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        env.push((
-            "HINDSIGHT_DATA_DIR".into(),
-            c.data_dir.to_string_lossy().into_owned(),
-        ));
-        env.push((
-            "HINDSIGHT_EMBED_DIMENSION".into(),
-            hindsight_tests::fake_llm::EMBED_DIMENSION.to_string(),
-        ));
+        let dimension = hindsight_tests::fake_llm::EMBED_DIMENSION.to_string();
+        let mut env: Vec<(String, String)> = d
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .chain(
+                [
+                    ("HINDSIGHT_EMBED_BASE_URL", embed_base_url),
+                    ("HINDSIGHT_EMBED_MODEL", EMBED_MODEL),
+                    ("HINDSIGHT_EMBED_DIMENSION", dimension.as_str()),
+                    ("HINDSIGHT_LLM_BASE_URL", ""),
+                    ("HINDSIGHT_LOG", "info"),
+                ]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+            )
+            .collect();
         for (k, v) in extra {
             env.retain(|(key, _)| key != k);
             env.push((k.to_string(), v.to_string()));
@@ -435,12 +431,7 @@ impl Pipeline {
 /// JetStream does not answer).
 async fn backlog(d: &Deployment) -> Option<u64> {
     let mut total = 0;
-    for (stream, consumer) in [
-        ("TURNS", "filter"),
-        ("KEPT", "extract"),
-        ("FACTS", "embed"),
-        ("EMBEDDED", "persist"),
-    ] {
+    for (stream, consumer) in STAGE_CONSUMERS {
         let stream = d
             .ctx
             .bus
