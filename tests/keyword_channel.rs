@@ -42,9 +42,11 @@ async fn with_only_common_terms_the_memories_holding_all_of_them_still_come_firs
             text: "spring marathon plans",
             statuses: &statuses,
             limit: 50,
+            matching: Default::default(),
         })
         .await
-        .expect("keyword search");
+        .expect("keyword search")
+        .hits;
     let ids: Vec<uuid::Uuid> = hits.iter().map(|h| h.id).collect();
     let mut contents: Vec<String> =
         sqlx::query_scalar("SELECT content FROM memories WHERE id = ANY($1)")

@@ -122,15 +122,16 @@ async fn a_published_turn_becomes_a_memory_a_vector_search_finds_with_provenance
     .expect("the hit is a memory with provenance");
     assert!(content.contains("Lisbon"), "{content}");
     assert_eq!(turn_id, "t1");
-    let terms: Vec<String> = sqlx::query_scalar("SELECT terms FROM memories WHERE id = $1")
-        .bind(hits[0].id)
-        .fetch_one(&d.ctx.store.pool)
-        .await
-        .expect("terms");
+    let (terms, entities): (Vec<String>, Vec<String>) =
+        sqlx::query_as("SELECT terms, entities FROM memories WHERE id = $1")
+            .bind(hits[0].id)
+            .fetch_one(&d.ctx.store.pool)
+            .await
+            .expect("terms");
     assert_eq!(
         terms,
-        hindsight_shared::terms::distinct_terms(&content),
-        "the keyword channel's terms follow the content"
+        hindsight_shared::store::memories::search_terms(&content, &entities, None),
+        "the keyword channel's terms follow the content and entities (the session's first turn has no context)"
     );
     let other_user = Scope {
         user_id: "someone-else".into(),
@@ -215,9 +216,11 @@ async fn the_real_model_merges_paraphrases_keeps_different_values_and_supersedes
                     text,
                     statuses: &statuses,
                     limit: 5,
+                    matching: Default::default(),
                 })
                 .await
                 .expect("keyword search")
+                .hits
         }
     };
     let found = keyword("li", "谁住在朝阳区？").await;
@@ -304,6 +307,7 @@ fn embedded(user: &str, fact_id: &str, content: String, vector: Vec<f32>) -> Emb
             inferred: false,
             quarantine: false,
             extractor: ExtractedBy::Rules,
+            context: None,
         },
         model: synthetic_model(),
         vector,

@@ -350,7 +350,7 @@ async fn the_memory_api_working_memory_and_conflicts() {
     assert!(explain.iter().all(|c| {
         c.ranks
             .keys()
-            .all(|k| hindsight_recall::CHANNELS.contains(&k.as_str()))
+            .all(|k| hindsight_recall::SIGNALS.contains(&k.as_str()))
     }));
     assert!(
         explain.iter().any(|c| c.returned

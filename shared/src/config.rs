@@ -5,7 +5,7 @@
 
 use std::{fmt, net::SocketAddr, path::PathBuf, time::Duration};
 
-use crate::{duration, namespace::Namespace};
+use crate::{duration, namespace::Namespace, recall::fusion::Method, terms::Matching};
 
 /// One documented environment variable.
 #[derive(Debug, Clone, Copy)]
@@ -178,9 +178,39 @@ pub const SETTINGS: &[Setting] = &[
         "Cosine at or above which a new fact merges into (or supersedes) an existing memory of the same user and model.",
     ),
     setting(
+        "HINDSIGHT_FACT_CONTEXT",
+        "on",
+        "`on`: each fact keeps the turn its turn replied to (the session's previous kept turn, never a quarantined one): the LLM reads it, the keyword channel searches it, recall shows it. `off`: facts stand alone.",
+    ),
+    setting(
         "HINDSIGHT_RECALL_WEIGHTS",
-        "0.5,0.2,0.2,0.1",
-        "Weights of the recall score: relevance (after RRF fusion), recency, importance, access frequency.",
+        "0.85,0.05,0.05,0.05",
+        "Weights of the recall score: relevance (the fused signals, 0–1, plus the time boost), recency, importance, access frequency. Relevance dominates; the others order near-ties.",
+    ),
+    setting(
+        "HINDSIGHT_RECALL_FUSION",
+        "score",
+        "How recall fuses its signals: `score` (each signal over its best value, weighted) or `rrf` (weighted reciprocal rank fusion, k = 60).",
+    ),
+    setting(
+        "HINDSIGHT_RECALL_SIGNAL_WEIGHTS",
+        "dense=0.5,keyword=0.6,filter=0.1,entity=0.1",
+        "Weight of each recall signal in the fusion: `dense` (cosine to the query), `keyword` (BM25 of the memory's content, entities and context), `filter` (recency within the request's filters), `entity` (named entities shared with the query). A weight of 0 switches the signal off.",
+    ),
+    setting(
+        "HINDSIGHT_RECALL_TIME_BOOST",
+        "0.3",
+        "Added to the relevance of memories dated within a time the query names (\"in May 2023\", \"last summer\", \"上个月\"), by when they happened, else when they were said; 0: off.",
+    ),
+    setting(
+        "HINDSIGHT_RECALL_SECOND_HOP",
+        "0",
+        "Weight of the second hop: the query's vector moved towards the first round's three best memories (pseudo-relevance feedback) searches the index again, and that cosine joins the fusion; 0: off.",
+    ),
+    setting(
+        "HINDSIGHT_RECALL_MATCH",
+        "stems",
+        "How the keyword channel matches the query's words: `stems` (English stems: \"painted\" finds \"painting\") or `words` (as written).",
     ),
     setting(
         "HINDSIGHT_RECALL_HALF_LIFE",
@@ -276,6 +306,7 @@ pub struct Config {
     pub embed: EmbedConfig,
     pub index: IndexConfig,
     pub dedupe_threshold: f32,
+    pub fact_context: bool,
     pub recall: RecallConfig,
     pub mcp_allowed_hosts: Vec<String>,
     pub ops_poll: Duration,
@@ -297,15 +328,24 @@ pub struct EmbedConfig {
     pub linger: Duration,
 }
 
-/// Recall's score weights and limits.
-#[derive(Clone, Debug)]
+/// Recall's fusion, score weights and limits.
+#[derive(Clone, Debug, PartialEq)]
 pub struct RecallConfig {
     /// relevance, recency, importance, access.
     pub weights: [f64; 4],
+    pub fusion: Method,
+    /// dense, keyword, filter, entity ([`SIGNALS`] order).
+    pub signal_weights: [f64; 4],
+    pub time_boost: f64,
+    pub second_hop: f64,
+    pub matching: Matching,
     pub half_life: Duration,
     pub max_tokens: usize,
     pub index_timeout: Duration,
 }
+
+/// The recall signals whose weights `HINDSIGHT_RECALL_SIGNAL_WEIGHTS` sets, in order.
+pub const SIGNALS: [&str; 4] = ["dense", "keyword", "filter", "entity"];
 
 /// The janitor's schedule and the settings of its policy that deployments tune.
 #[derive(Clone, Debug)]
@@ -399,8 +439,20 @@ impl Config {
                     _ => Err("expected a cosine between 0 and 1".into()),
                 }
             })?,
+            fact_context: parse_with(get("HINDSIGHT_FACT_CONTEXT"), on_off)?,
             recall: RecallConfig {
                 weights: parse_with(get("HINDSIGHT_RECALL_WEIGHTS"), weights)?,
+                fusion: parse_with(get("HINDSIGHT_RECALL_FUSION"), |v| {
+                    Method::parse(v).ok_or_else(|| "expected `score` or `rrf`".to_string())
+                })?,
+                signal_weights: parse_with(get("HINDSIGHT_RECALL_SIGNAL_WEIGHTS"), signal_weights)?,
+                time_boost: parse_with(get("HINDSIGHT_RECALL_TIME_BOOST"), non_negative)?,
+                second_hop: parse_with(get("HINDSIGHT_RECALL_SECOND_HOP"), non_negative)?,
+                matching: parse_with(get("HINDSIGHT_RECALL_MATCH"), |v| match v {
+                    "stems" => Ok(Matching::Stems),
+                    "words" => Ok(Matching::Words),
+                    _ => Err("expected `stems` or `words`".into()),
+                })?,
                 half_life: parse_with(get("HINDSIGHT_RECALL_HALF_LIFE"), duration::parse)?,
                 max_tokens: parse_with(get("HINDSIGHT_RECALL_MAX_TOKENS"), positive)?,
                 index_timeout: parse_with(get("HINDSIGHT_RECALL_INDEX_TIMEOUT"), duration::parse)?,
@@ -542,6 +594,10 @@ impl Config {
                 self.dedupe_threshold.to_string(),
             ),
             (
+                "HINDSIGHT_FACT_CONTEXT",
+                if self.fact_context { "on" } else { "off" }.into(),
+            ),
+            (
                 "HINDSIGHT_RECALL_WEIGHTS",
                 self.recall
                     .weights
@@ -549,6 +605,35 @@ impl Config {
                     .map(|w| w.to_string())
                     .collect::<Vec<_>>()
                     .join(","),
+            ),
+            (
+                "HINDSIGHT_RECALL_FUSION",
+                self.recall.fusion.as_str().into(),
+            ),
+            (
+                "HINDSIGHT_RECALL_SIGNAL_WEIGHTS",
+                SIGNALS
+                    .iter()
+                    .zip(self.recall.signal_weights)
+                    .map(|(s, w)| format!("{s}={w}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            (
+                "HINDSIGHT_RECALL_TIME_BOOST",
+                self.recall.time_boost.to_string(),
+            ),
+            (
+                "HINDSIGHT_RECALL_SECOND_HOP",
+                self.recall.second_hop.to_string(),
+            ),
+            (
+                "HINDSIGHT_RECALL_MATCH",
+                match self.recall.matching {
+                    Matching::Stems => "stems",
+                    Matching::Words => "words",
+                }
+                .into(),
             ),
             (
                 "HINDSIGHT_RECALL_HALF_LIFE",
@@ -638,6 +723,53 @@ fn weights(v: &str) -> Result<[f64; 4], String> {
         [a, b, c, d] if parts.iter().all(|w| *w >= 0.0) && a + b + c + d > 0.0 => Ok([a, b, c, d]),
         _ => Err("expected four non-negative numbers, not all zero (relevance,recency,importance,access)".into()),
     }
+}
+
+/// `on` or `off` (also true/false, yes/no, 1/0).
+fn on_off(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err("expected `on` or `off`".into()),
+    }
+}
+
+fn non_negative(v: &str) -> Result<f64, String> {
+    match v.parse::<f64>() {
+        Ok(n) if n >= 0.0 && n.is_finite() => Ok(n),
+        _ => Err("expected a number of at least 0".into()),
+    }
+}
+
+/// `name=weight` for some of [`SIGNALS`], comma-separated; the others keep their default.
+fn signal_weights(v: &str) -> Result<[f64; 4], String> {
+    let mut out = [0.0; 4];
+    set_signal_weights(default_of("HINDSIGHT_RECALL_SIGNAL_WEIGHTS"), &mut out)?;
+    set_signal_weights(v, &mut out)?;
+    if out.iter().all(|w| *w == 0.0) {
+        return Err("at least one signal needs a weight above 0".into());
+    }
+    Ok(out)
+}
+
+fn set_signal_weights(v: &str, out: &mut [f64; 4]) -> Result<(), String> {
+    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, weight) = part
+            .split_once('=')
+            .ok_or_else(|| format!("{part:?}: expected name=weight, e.g. `dense=0.4`"))?;
+        let i = SIGNALS
+            .iter()
+            .position(|s| *s == name.trim())
+            .ok_or_else(|| {
+                format!(
+                    "unknown signal {:?}: expected one of {}",
+                    name.trim(),
+                    SIGNALS.join(", ")
+                )
+            })?;
+        out[i] = non_negative(weight.trim()).map_err(|e| format!("{name}: {e}"))?;
+    }
+    Ok(())
 }
 
 fn positive<T: std::str::FromStr + PartialOrd + Default>(v: &str) -> Result<T, String> {
@@ -737,6 +869,31 @@ mod tests {
             readme.contains(&reference_markdown()),
             "README.md's configuration table differs from `hindsight config`; paste its output into the README"
         );
+    }
+
+    #[test]
+    fn signal_weights_name_some_signals_and_keep_the_others() {
+        let config = Config::from_lookup(|k| {
+            (k == "HINDSIGHT_RECALL_SIGNAL_WEIGHTS").then(|| "dense=0.7, entity=0".into())
+        })
+        .expect("valid");
+        assert_eq!(config.recall.signal_weights, [0.7, 0.6, 0.1, 0.0]);
+        for bad in [
+            "dense",
+            "sparse=1",
+            "dense=-1",
+            "dense=0,keyword=0,filter=0,entity=0",
+        ] {
+            let err = Config::from_lookup(|k| {
+                (k == "HINDSIGHT_RECALL_SIGNAL_WEIGHTS").then(|| bad.into())
+            })
+            .map(|_| ())
+            .expect_err(bad);
+            assert!(
+                err.to_string().contains("HINDSIGHT_RECALL_SIGNAL_WEIGHTS"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

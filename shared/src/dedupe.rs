@@ -387,6 +387,7 @@ mod tests {
             importance: 0.5,
             confidence: 0.9,
             entities: vec![],
+            context: None,
         };
         let existing = vec![
             c(1, "Tom prefers red", vec![1.0, 0.0]),

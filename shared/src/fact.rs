@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::turn::{Source, Trust};
+use crate::turn::{Source, Trust, TurnContext};
 
 /// What kind of statement a fact is; decides its default importance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -117,6 +117,9 @@ pub struct Fact {
     #[serde(default)]
     pub quarantine: bool,
     pub extractor: ExtractedBy,
+    /// The turn the fact's turn replied to (see [`TurnContext`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<TurnContext>,
 }
 
 impl Fact {

@@ -8,6 +8,7 @@
 pub mod bus;
 pub mod chitchat;
 pub mod config;
+pub mod dates;
 pub mod dedupe;
 pub mod dlq;
 pub mod duration;

@@ -6,8 +6,29 @@
 //! run of CJK characters becomes its single characters and its overlapping
 //! pairs instead: "住在北京" → 住, 在, 北, 京, 住在, 在北, 北京. Pairs carry the
 //! meaning (most Chinese words are two characters); singles catch one-character
-//! words. Other scripts are lowercased words, English stopwords dropped and a
-//! plural "s" folded, so "cats" finds "cat".
+//! words. Other scripts are lowercased words without English stopwords.
+//!
+//! A memory stores each word and its English stem (Snowball): "researching"
+//! is stored as `researching` and `research`. A query asks for stems, so
+//! "What did she research?" finds "researching adoption agencies"; a query
+//! may also ask for the words as written ([`Matching::Words`]), which the
+//! evaluation uses to show what stemming adds.
+
+use std::sync::LazyLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
+
+/// How a query's words are matched against the memories' terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Matching {
+    /// By English stem: "painted" finds "painting" (the default).
+    #[default]
+    Stems,
+    /// By the word as written, a plural "s" folded.
+    Words,
+}
 
 /// English words too common to say anything about what a memory is about.
 const STOPWORDS: &[&str] = &[
@@ -45,12 +66,20 @@ pub fn fold_plural(word: &str) -> &str {
     }
 }
 
-fn push_word(word: &str, out: &mut Vec<String>) {
+/// The lowercased word, unless it is a stopword.
+fn word_of(word: &str) -> Option<String> {
     let lower = word.to_lowercase();
-    if lower.is_empty() || STOPWORDS.contains(&lower.as_str()) {
-        return;
+    (!lower.is_empty() && !STOPWORDS.contains(&lower.as_str())).then_some(lower)
+}
+
+/// A lowercased word's English stem ("researching" → "research"); words that
+/// are not plain ASCII letters are kept as they are.
+pub fn stem(word: &str) -> String {
+    if word.bytes().all(|b| b.is_ascii_lowercase()) {
+        STEMMER.stem(word).into_owned()
+    } else {
+        word.to_string()
     }
-    out.push(fold_plural(&lower).to_string());
 }
 
 fn push_cjk_run(run: &[char], out: &mut Vec<String>) {
@@ -64,36 +93,70 @@ fn push_cjk_run(run: &[char], out: &mut Vec<String>) {
     }
 }
 
-/// The search terms of a text, in order, with repeats (term frequency counts).
-pub fn terms(text: &str) -> Vec<String> {
+/// A text's words (lowercased, stopwords dropped) and CJK terms, in order.
+/// `each` gets every word; CJK terms go to `out` directly.
+fn scan(text: &str, mut each: impl FnMut(&str, &mut Vec<String>)) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut run: Vec<char> = Vec::new();
+    let mut flush_word = |word: &mut String, out: &mut Vec<String>| {
+        if let Some(w) = word_of(word) {
+            each(&w, out);
+        }
+        word.clear();
+    };
     // Apostrophes join ("don't" → "dont") rather than split.
     for c in text.chars().filter(|c| !matches!(c, '\'' | '’')) {
         if is_cjk(c) {
-            push_word(&word, &mut out);
-            word.clear();
+            flush_word(&mut word, &mut out);
             run.push(c);
         } else if c.is_alphanumeric() {
             push_cjk_run(&run, &mut out);
             run.clear();
             word.push(c);
         } else {
-            push_word(&word, &mut out);
-            word.clear();
+            flush_word(&mut word, &mut out);
             push_cjk_run(&run, &mut out);
             run.clear();
         }
     }
-    push_word(&word, &mut out);
+    flush_word(&mut word, &mut out);
     push_cjk_run(&run, &mut out);
     out
 }
 
-/// The distinct terms of a text, sorted: what a memory stores and a query asks for.
-pub fn distinct_terms(text: &str) -> Vec<String> {
-    let mut t = terms(text);
+/// The search terms of a text as a query asks for them, in order, with repeats.
+pub fn terms(text: &str, matching: Matching) -> Vec<String> {
+    scan(text, |w, out| {
+        out.push(match matching {
+            Matching::Stems => stem(w),
+            Matching::Words => fold_plural(w).to_string(),
+        })
+    })
+}
+
+/// The distinct terms of a query, sorted.
+pub fn query_terms(text: &str, matching: Matching) -> Vec<String> {
+    let mut t = terms(text, matching);
+    t.sort();
+    t.dedup();
+    t
+}
+
+/// What a memory stores: the distinct words and stems of its texts (its
+/// content, its entities and the context it was said in), sorted.
+pub fn memory_terms<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut t = Vec::new();
+    for text in texts {
+        t.extend(scan(text, |w, out| {
+            let folded = fold_plural(w);
+            let stemmed = stem(w);
+            if stemmed != folded {
+                out.push(stemmed);
+            }
+            out.push(folded.to_string());
+        }));
+    }
     t.sort();
     t.dedup();
     t
@@ -103,18 +166,62 @@ pub fn distinct_terms(text: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    const W: Matching = Matching::Words;
+    const S: Matching = Matching::Stems;
+
     #[test]
     fn english_words_are_lowercased_without_stopwords_and_plurals() {
         assert_eq!(
-            terms("Caroline adopted two Cats in May!"),
+            terms("Caroline adopted two Cats in May!", W),
             ["caroline", "adopted", "two", "cat", "may"]
         );
-        assert_eq!(terms("I don't like glass"), ["dont", "like", "glass"]);
+        assert_eq!(terms("I don't like glass", W), ["dont", "like", "glass"]);
+    }
+
+    #[test]
+    fn a_query_finds_other_forms_of_its_words_by_their_stem() {
+        let memory = memory_terms(["Caroline is researching adoption agencies"]);
+        for form in ["researching", "research", "adoption", "agency", "agencies"] {
+            assert!(
+                query_terms(form, S).iter().all(|t| memory.contains(t)),
+                "{form}: {:?} in {memory:?}",
+                query_terms(form, S)
+            );
+        }
+        assert!(
+            query_terms("researched", S)
+                .iter()
+                .all(|t| memory.contains(t))
+        );
+        // Matching by the written word finds only the word (plural folded).
+        assert!(
+            query_terms("researching", W)
+                .iter()
+                .all(|t| memory.contains(t))
+        );
+        assert!(
+            !query_terms("researched", W)
+                .iter()
+                .all(|t| memory.contains(t))
+        );
+    }
+
+    #[test]
+    fn a_memory_stores_its_content_entities_and_context_once_each() {
+        let t = memory_terms(["Melanie painted a lake", "Melanie", "What did you paint?"]);
+        assert_eq!(t.iter().filter(|x| *x == "melani").count(), 1);
+        for term in ["melanie", "painted", "paint", "lake"] {
+            assert!(t.contains(&term.to_string()), "{term} in {t:?}");
+        }
+        let mut sorted = t.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(t, sorted);
     }
 
     #[test]
     fn chinese_runs_become_characters_and_pairs() {
-        let t = terms("我住在北京");
+        let t = terms("我住在北京", S);
         assert!(t.contains(&"北京".to_string()));
         assert!(t.contains(&"住在".to_string()));
         assert!(t.contains(&"北".to_string()));
@@ -123,19 +230,20 @@ mod tests {
             "particles alone are dropped"
         );
         // A query shares terms with the memory although neither has spaces.
-        let memory = distinct_terms("用户现在住在北京朝阳区");
-        let query = distinct_terms("他住在哪里？北京吗");
+        let memory = memory_terms(["用户现在住在北京朝阳区"]);
+        let query = query_terms("他住在哪里？北京吗", S);
         assert!(query.iter().any(|q| memory.contains(q) && q == "北京"));
     }
 
     #[test]
     fn mixed_scripts_split_at_the_boundary() {
-        assert_eq!(terms("去Tokyo旅行"), ["去", "tokyo", "旅", "行", "旅行"]);
+        assert_eq!(terms("去Tokyo旅行", W), ["去", "tokyo", "旅", "行", "旅行"]);
     }
 
     #[test]
     fn empty_and_punctuation_only_texts_have_no_terms() {
-        assert!(terms("").is_empty());
-        assert!(terms("?!… ，。").is_empty());
+        assert!(terms("", S).is_empty());
+        assert!(terms("?!… ，。", S).is_empty());
+        assert!(memory_terms([""]).is_empty());
     }
 }

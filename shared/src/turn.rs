@@ -146,6 +146,48 @@ impl Turn {
     }
 }
 
+/// The turn another one replies to: the session's previous kept turn (secrets
+/// redacted, never a quarantined one). A reply such as "Yes, last weekend, it
+/// was great" means something only next to "Did you go camping?": the
+/// extractors read it, and facts keep it so that recall can find them by it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnContext {
+    pub turn_id: String,
+    pub speaker: String,
+    /// At most [`MAX_CONTEXT_CHARS`] characters: the end of a long turn, where
+    /// its question usually is.
+    pub content: String,
+}
+
+/// Longest context a turn carries, in characters.
+pub const MAX_CONTEXT_CHARS: usize = 600;
+
+impl TurnContext {
+    /// The context of a turn that replies to `previous`, its content cut to
+    /// its last [`MAX_CONTEXT_CHARS`] characters at a word boundary.
+    pub fn of(previous: &Turn) -> Self {
+        Self::new(&previous.turn_id, &previous.speaker, &previous.content)
+    }
+
+    pub fn new(turn_id: &str, speaker: &str, content: &str) -> Self {
+        let chars = content.chars().count();
+        let content = if chars <= MAX_CONTEXT_CHARS {
+            content.trim().to_string()
+        } else {
+            let tail: String = content.chars().skip(chars - MAX_CONTEXT_CHARS).collect();
+            match tail.split_once(char::is_whitespace) {
+                Some((_, rest)) if !rest.trim().is_empty() => rest.trim().to_string(),
+                _ => tail.trim().to_string(),
+            }
+        };
+        Self {
+            turn_id: turn_id.to_string(),
+            speaker: speaker.to_string(),
+            content,
+        }
+    }
+}
+
 /// What the filter passes on: the turn (secrets redacted) and what the filter
 /// learnt about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -158,6 +200,9 @@ pub struct KeptTurn {
     /// Why the filter flagged it (poisoning patterns, redactions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+    /// The turn this one replies to, when the session has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<TurnContext>,
 }
 
 impl crate::stage::Message for KeptTurn {

@@ -50,6 +50,7 @@ pub fn finish(kept: &KeptTurn, drafts: Vec<Draft>, extractor: &ExtractedBy) -> V
                 inferred: is_inferred(turn.source),
                 quarantine: kept.quarantine,
                 extractor: extractor.clone(),
+                context: kept.context.clone(),
             }
         })
         .collect()

@@ -24,5 +24,6 @@ pub fn from_config(config: &Config, store: Store) -> Result<ExtractStage, llm::B
         ),
         None => tracing::info!("extracting with the offline rules (no HINDSIGHT_LLM_BASE_URL)"),
     }
-    Ok(ExtractStage::new(store, llm, config.llm.fallback_after))
+    Ok(ExtractStage::new(store, llm, config.llm.fallback_after)
+        .keeping_context(config.fact_context))
 }

@@ -25,6 +25,7 @@ pub struct ExtractStage {
     store: Store,
     llm: Option<LlmExtractor>,
     fallback_after: u64,
+    context: bool,
 }
 
 impl ExtractStage {
@@ -34,7 +35,15 @@ impl ExtractStage {
             store,
             llm,
             fallback_after,
+            context: true,
         }
+    }
+
+    /// Whether the extractors read, and facts keep, the turn a turn replied
+    /// to (`HINDSIGHT_FACT_CONTEXT`; on by default).
+    pub fn keeping_context(mut self, on: bool) -> Self {
+        self.context = on;
+        self
     }
 }
 
@@ -50,7 +59,16 @@ enum Attempt {
 
 impl ExtractStage {
     async fn attempt(&self, delivery: &Delivery<KeptTurn>) -> Attempt {
-        let kept = &delivery.input;
+        let alone;
+        let kept = if self.context || delivery.input.context.is_none() {
+            &delivery.input
+        } else {
+            alone = KeptTurn {
+                context: None,
+                ..delivery.input.clone()
+            };
+            &alone
+        };
         let rules_with = |extractor: ExtractedBy| {
             let facts = draft::finish(kept, rules::extract(kept), &extractor);
             let reason = facts

@@ -6,10 +6,10 @@ use chrono::Utc;
 use hindsight_shared::{
     Delivery, Outcome, Stage, Topic,
     store::{
-        Store,
+        Store, StoreError,
         turns::{ArchivedFate, TurnKey, TurnRow},
     },
-    turn::{KeptTurn, Turn, parse_envelope},
+    turn::{KeptTurn, Turn, TurnContext, parse_envelope},
 };
 
 use crate::rules::{self, Fate, Verdict};
@@ -35,7 +35,7 @@ enum Plan {
     New(Turn),
 }
 
-fn kept(turn: Turn, verdict: &Verdict) -> KeptTurn {
+fn kept(turn: Turn, verdict: &Verdict, context: Option<TurnContext>) -> KeptTurn {
     let trust = turn.source.trust();
     KeptTurn {
         turn: Turn {
@@ -45,6 +45,7 @@ fn kept(turn: Turn, verdict: &Verdict) -> KeptTurn {
         trust,
         quarantine: verdict.quarantine,
         flags: verdict.flags.clone(),
+        context,
     }
 }
 
@@ -171,6 +172,10 @@ impl Stage for FilterStage {
             }
             verdicts.insert(index, verdict);
         }
+        let mut contexts = match self.contexts(&plans, batch, &verdicts).await {
+            Ok(c) => c,
+            Err(e) => return retry_all(batch.len(), &e.to_string()),
+        };
         let inserted = match self.store.archive_turns(&rows).await {
             Ok(i) => i,
             Err(e) => return retry_all(batch.len(), &e.to_string()),
@@ -192,10 +197,15 @@ impl Stage for FilterStage {
                         duplicates.push((key, delivery.stream_seq as i64));
                         Outcome::Drop(DUPLICATE.into())
                     } else {
-                        settle(turn, verdicts.get(&index), None)
+                        settle(turn, verdicts.get(&index), None, contexts.remove(&index))
                     }
                 }
-                Plan::Redelivered(turn, fate) => settle(turn, verdicts.get(&index), Some(&fate)),
+                Plan::Redelivered(turn, fate) => settle(
+                    turn,
+                    verdicts.get(&index),
+                    Some(&fate),
+                    contexts.remove(&index),
+                ),
             };
             outcomes.push(outcome);
         }
@@ -212,6 +222,7 @@ fn settle(
     turn: Turn,
     verdict: Option<&Verdict>,
     archived: Option<&ArchivedFate>,
+    context: Option<TurnContext>,
 ) -> Outcome<KeptTurn> {
     let Some(verdict) = verdict else {
         return Outcome::Retry("internal: no verdict for an archived turn".into());
@@ -220,11 +231,65 @@ fn settle(
         Some(fate) if fate.fate == "dropped" => {
             Outcome::Drop(fate.reason.clone().unwrap_or_else(|| "dropped".into()))
         }
-        Some(_) => Outcome::Emit(vec![kept(turn, verdict)]),
+        Some(_) => Outcome::Emit(vec![kept(turn, verdict, context)]),
         None => match &verdict.fate {
-            Fate::Keep => Outcome::Emit(vec![kept(turn, verdict)]),
+            Fate::Keep => Outcome::Emit(vec![kept(turn, verdict, context)]),
             Fate::Drop(reason) => Outcome::Drop(reason.clone()),
         },
+    }
+}
+
+impl FilterStage {
+    /// What each turn to pass on replies to: the latest kept, unquarantined
+    /// turn of its session before it in the stream, from this batch or the archive.
+    async fn contexts(
+        &self,
+        plans: &[Plan],
+        batch: &[Delivery<Bytes>],
+        verdicts: &HashMap<usize, Verdict>,
+    ) -> Result<HashMap<usize, TurnContext>, StoreError> {
+        let turns: Vec<(usize, &Turn, u64)> = plans
+            .iter()
+            .zip(batch)
+            .enumerate()
+            .filter_map(|(i, (plan, d))| match plan {
+                Plan::New(t) | Plan::Redelivered(t, _) => Some((i, t, d.stream_seq)),
+                _ => None,
+            })
+            .collect();
+        let keys: Vec<(String, String, i64)> = turns
+            .iter()
+            .map(|(_, t, seq)| (t.tenant.clone(), t.session_id.clone(), *seq as i64))
+            .collect();
+        let mut archived = self.store.previous_kept(&keys).await?;
+        let mut out = HashMap::new();
+        for ((index, turn, seq), key) in turns.iter().zip(keys) {
+            let from_archive = archived.remove(&key);
+            // A turn of this batch counts once its verdict keeps it unquarantined.
+            let from_batch = turns
+                .iter()
+                .filter(|(i, t, s)| {
+                    s < seq
+                        && t.tenant == turn.tenant
+                        && t.session_id == turn.session_id
+                        && verdicts
+                            .get(i)
+                            .is_some_and(|v| v.fate == Fate::Keep && !v.quarantine)
+                })
+                .max_by_key(|(_, _, s)| *s)
+                .map(|(i, t, s)| {
+                    let content = verdicts.get(i).map_or(t.content.as_str(), |v| &v.content);
+                    (*s as i64, TurnContext::new(&t.turn_id, &t.speaker, content))
+                });
+            let latest = match (from_batch, from_archive) {
+                (Some(b), Some(a)) => Some(if b.0 >= a.0 { b } else { a }),
+                (b, a) => b.or(a),
+            };
+            if let Some((_, c)) = latest {
+                out.insert(*index, c);
+            }
+        }
+        Ok(out)
     }
 }
 

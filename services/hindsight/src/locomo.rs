@@ -106,6 +106,36 @@ pub fn parse_evidence(raw: &[String]) -> Vec<String> {
     out
 }
 
+impl Dataset {
+    /// Only the turns and questions of these conversations (`sample_id`s);
+    /// an id the data does not hold is an error.
+    pub fn only(self, conversations: &[String]) -> anyhow::Result<Self> {
+        for c in conversations {
+            if !self.turns.iter().any(|t| &t.user_id == c) {
+                let mut known: Vec<&str> = self.turns.iter().map(|t| t.user_id.as_str()).collect();
+                known.dedup();
+                anyhow::bail!(
+                    "no conversation {c:?} in the data (it has {})",
+                    known.join(", ")
+                );
+            }
+        }
+        let keep = |id: &String| conversations.contains(id);
+        Ok(Self {
+            turns: self
+                .turns
+                .into_iter()
+                .filter(|t| keep(&t.user_id))
+                .collect(),
+            questions: self
+                .questions
+                .into_iter()
+                .filter(|q| keep(&q.user_id))
+                .collect(),
+        })
+    }
+}
+
 pub fn load(path: &Path) -> anyhow::Result<Dataset> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;

@@ -153,6 +153,8 @@ fn summary(topic: &str, episodes: &[&VectorRow]) -> Summary {
         embedding_model: first.embedding_model.clone(),
         embedding_version: first.embedding_version.clone(),
         embedding: centroid(episodes),
+        // A summary spans many turns; it replies to none of them.
+        context: None,
     };
     Summary {
         memory,

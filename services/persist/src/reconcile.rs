@@ -131,7 +131,8 @@ pub async fn catch_up(
     Ok(done)
 }
 
-/// Runs [`catch_up`] every `every` until `shutdown` fires.
+/// Runs [`catch_up`] every `every` until `shutdown` fires, and rewrites the
+/// search terms of memories an older version wrote ([`Store::upgrade_terms`]).
 pub async fn run(
     store: Store,
     index: std::sync::Arc<dyn VectorIndex>,
@@ -151,6 +152,22 @@ pub async fn run(
                     tracing::debug!(error = %e, "reconciler: index still unavailable");
                     break;
                 }
+            }
+        }
+        // Search terms written by an older version of hindsight are rewritten
+        // here, once, after an upgrade (the keyword channel finds those rows
+        // by their words only until then).
+        loop {
+            match store.upgrade_terms(1_000).await {
+                Ok(n) if n > 0 => tracing::info!(memories = n, "rewrote search terms"),
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not rewrite search terms; trying again later");
+                    break;
+                }
+            }
+            if shutdown.is_cancelled() {
+                return;
             }
         }
         // Every few minutes, fold new points (the writers' and ours) into

@@ -81,6 +81,7 @@ fn new_memory(e: &EmbeddedFact, id: Uuid) -> NewMemory {
         embedding_model: e.model.name.clone(),
         embedding_version: e.model.version.clone(),
         embedding: e.vector.clone(),
+        context: f.context.clone(),
     }
 }
 
@@ -216,6 +217,18 @@ impl PersistStage {
                 } => {
                     let new_key = dedupe::content_key(&content);
                     let vector = take_vector.then_some(e.vector.as_slice());
+                    let survivor = candidates.iter().find(|c| c.id == into);
+                    let context = survivor
+                        .and_then(|c| c.context.as_ref())
+                        .or(f.context.as_ref());
+                    let mut entities = survivor.map(|c| c.entities.clone()).unwrap_or_default();
+                    for e in &f.entities {
+                        if !entities.contains(e) {
+                            entities.push(e.clone());
+                        }
+                    }
+                    let terms = memories::search_terms(&content, &entities, context);
+                    let context = context.cloned();
                     memories::merge(
                         &mut tx,
                         into,
@@ -225,6 +238,8 @@ impl PersistStage {
                         f.importance,
                         f.confidence,
                         &f.entities,
+                        &terms,
+                        context.as_ref(),
                     )
                     .await?;
                     memories::add_source(&mut tx, into, tenant, &f.fact_id, &f.turn_id).await?;
@@ -240,6 +255,10 @@ impl PersistStage {
                     if let Some(c) = candidates.iter_mut().find(|c| c.id == into) {
                         c.content = content;
                         c.content_key = new_key;
+                        c.entities = entities;
+                        if c.context.is_none() {
+                            c.context = context;
+                        }
                         if take_vector {
                             c.embedding = e.vector.clone();
                         }
@@ -301,6 +320,7 @@ fn candidate(m: &NewMemory) -> Candidate {
         importance: m.importance,
         confidence: m.confidence,
         entities: m.entities.clone(),
+        context: m.context.clone(),
     }
 }
 

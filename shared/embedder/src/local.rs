@@ -174,6 +174,21 @@ impl Model {
     }
 }
 
+/// The pool single texts are embedded on (`None` if it cannot be built: then
+/// they share the global pool like batches).
+fn single_thread() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "embed-query".into())
+            .build()
+            .map_err(|e| tracing::warn!(error = %e, "no single-thread pool for query embeddings"))
+            .ok()
+    })
+    .as_ref()
+}
+
 #[async_trait]
 impl Embedder for LocalEmbedder {
     fn model(&self) -> &ModelId {
@@ -183,8 +198,18 @@ impl Embedder for LocalEmbedder {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let model = self.model.clone();
         let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || model.embed(&texts))
-            .await
-            .map_err(|e| EmbedError::Compute(format!("embedding task failed: {e}")))?
+        tokio::task::spawn_blocking(move || {
+            // One text (a recall's query) is too little work to split: the
+            // matrix products of a dozen tokens spend more on handing work
+            // between threads than they save, and the other cores serve the
+            // rest of the recall (the keyword channel in Postgres) meanwhile.
+            // Batches keep every core.
+            match (texts.len(), single_thread()) {
+                (1, Some(pool)) => pool.install(|| model.embed(&texts)),
+                _ => model.embed(&texts),
+            }
+        })
+        .await
+        .map_err(|e| EmbedError::Compute(format!("embedding task failed: {e}")))?
     }
 }

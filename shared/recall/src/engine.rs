@@ -9,20 +9,22 @@ use std::{
 
 use chrono::Utc;
 use hindsight_embedder::Embedder;
-use hindsight_index::{Collection, Scope, VectorIndex};
+use hindsight_index::{Collection, Hit, Scope, VectorIndex};
 use hindsight_shared::{
     Namespace,
     config::RecallConfig,
+    embedding::cosine,
     events,
     recall::{
         budget, conflicts, diversity, entities,
-        fusion::{self, RRF_K, Weights},
-        memory::RecalledMemory,
+        fusion::{self, Fused, Signal, Weights},
+        memory::{self, RecalledMemory},
+        second_hop, when,
     },
     store::{
         Store, StoreError,
-        keyword::KeywordQuery,
-        recall::{Filters, MemoryRow},
+        keyword::{KeywordQuery, KeywordScorer},
+        recall::{Filters, MemoryRow, RecallRow},
     },
 };
 use uuid::Uuid;
@@ -35,6 +37,8 @@ use crate::{
 
 /// How many candidates each channel proposes.
 pub const CHANNEL_DEPTH: usize = 50;
+/// How many of the first round's best memories seed the second hop.
+pub const SECOND_HOP_SEEDS: usize = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecallError {
@@ -51,14 +55,18 @@ pub struct Recaller {
     index: Option<Arc<dyn VectorIndex>>,
     embedder: Option<Arc<dyn Embedder>>,
     namespace: Namespace,
-    weights: Weights,
-    max_tokens: usize,
-    index_timeout: Duration,
+    config: RecallConfig,
     working: Option<WorkingMemory>,
     record_access: bool,
     spread_sources: bool,
-    /// Which of [`crate::CHANNELS`] run (all, unless an evaluation compares).
-    channels: [bool; 4],
+}
+
+/// What the dense channel found: its hits, the query's vector and how long
+/// embedding it took.
+struct Dense {
+    hits: Vec<Hit>,
+    vector: Vec<f32>,
+    embed_time: Duration,
 }
 
 impl Recaller {
@@ -71,25 +79,15 @@ impl Recaller {
         namespace: Namespace,
         config: &RecallConfig,
     ) -> Self {
-        let [relevance, recency, importance, access] = config.weights;
         Self {
             store,
             index,
             embedder,
             namespace,
-            weights: Weights {
-                relevance,
-                recency,
-                importance,
-                access,
-                half_life_hours: config.half_life.as_secs_f64() / 3600.0,
-            },
-            max_tokens: config.max_tokens,
-            index_timeout: config.index_timeout,
+            config: config.clone(),
             working: None,
             record_access: true,
             spread_sources: true,
-            channels: [true; 4],
         }
     }
 
@@ -112,20 +110,25 @@ impl Recaller {
         self
     }
 
-    /// Runs only the channels marked true (for evaluations that compare channels).
-    pub fn with_channels(mut self, channels: [bool; 4]) -> Self {
-        self.channels = channels;
+    /// Other fusion settings and weights (for evaluations that compare settings).
+    pub fn with_config(mut self, config: RecallConfig) -> Self {
+        self.config = config;
         self
     }
 
-    /// Other score weights (for evaluations that compare settings).
-    pub fn with_weights(mut self, weights: Weights) -> Self {
-        self.weights = weights;
-        self
+    pub fn config(&self) -> &RecallConfig {
+        &self.config
     }
 
     pub fn weights(&self) -> Weights {
-        self.weights
+        let [relevance, recency, importance, access] = self.config.weights;
+        Weights {
+            relevance,
+            recency,
+            importance,
+            access,
+            half_life_hours: self.config.half_life.as_secs_f64() / 3600.0,
+        }
     }
 
     pub fn store(&self) -> &Store {
@@ -160,6 +163,7 @@ impl Recaller {
         req.validate()?;
         let mut timings = Timings::default();
         let started = Instant::now();
+        let now = Utc::now();
         let statuses = req.statuses();
         let filters = Filters {
             session_id: req.session_id.clone(),
@@ -167,15 +171,22 @@ impl Recaller {
             occurred_from: req.from,
             occurred_to: req.to,
         };
-        let query_entities = entities::of_query(&req.query, &req.entities);
+        let [dense_w, keyword_w, filter_w, entity_w] = self.config.signal_weights;
+        let query_entities = if entity_w > 0.0 {
+            entities::of_query(&req.query, &req.entities)
+        } else {
+            Vec::new()
+        };
         let keyword_query = KeywordQuery {
             tenant,
             user_id: &req.user_id,
-            text: &req.query,
+            text: if keyword_w > 0.0 { &req.query } else { "" },
             statuses: &statuses,
             limit: CHANNEL_DEPTH,
+            matching: self.config.matching,
         };
-        let use_filter_channel = !filters.is_empty() || req.query.trim().is_empty();
+        let use_filter_channel =
+            filter_w > 0.0 && (!filters.is_empty() || req.query.trim().is_empty());
         let (
             (dense, dense_time),
             (keyword, keyword_time),
@@ -183,16 +194,15 @@ impl Recaller {
             (entity, entity_time),
             working,
         ) = tokio::join!(
-            timed(self.dense(tenant, req, &statuses)),
+            timed(self.dense(tenant, req, &statuses, dense_w > 0.0)),
             timed(self.store.keyword_search(&keyword_query)),
             timed(async {
                 if use_filter_channel {
                     self.store
                         .filter_channel(tenant, &req.user_id, &statuses, &filters, CHANNEL_DEPTH)
                         .await
-                        .map(Some)
                 } else {
-                    Ok(None)
+                    Ok(Vec::new())
                 }
             }),
             timed(self.store.entity_channel(
@@ -207,14 +217,13 @@ impl Recaller {
         timings.dense = dense_time;
         timings.keyword = keyword_time;
         timings.entity = entity_time;
-        let filtered = filtered?;
-        if filtered.is_some() {
+        if use_filter_channel {
             timings.filter = filter_time;
         }
         let (dense, degraded_reason) = match dense {
-            Ok((ids, embed_time)) => {
-                timings.embed = embed_time;
-                (ids, None)
+            Ok(d) => {
+                timings.embed = d.embed_time;
+                (d, None)
             }
             Err(reason) => {
                 events::RecallDegraded {
@@ -222,84 +231,115 @@ impl Recaller {
                     reason: &reason,
                 }
                 .emit();
-                (Vec::new(), Some(reason))
+                (
+                    Dense {
+                        hits: Vec::new(),
+                        vector: Vec::new(),
+                        embed_time: Duration::ZERO,
+                    },
+                    Some(reason),
+                )
             }
         };
-        let keyword: Vec<Uuid> = keyword?.into_iter().map(|h| h.id).collect();
-        let mut channels = [dense, keyword, filtered.unwrap_or_default(), entity?];
-        for (ranking, on) in channels.iter_mut().zip(self.channels) {
-            if !on {
-                ranking.clear();
-            }
-        }
-        let fused = fusion::rrf(&channels, RRF_K);
+        let keyword = keyword?;
+        let filtered = filtered?;
+        let entity = entity?;
 
-        let ids: Vec<Uuid> = fused.iter().map(|f| f.id).collect();
+        // Every channel's candidates, each read once and scored by every signal.
+        let mut ids: Vec<Uuid> = dense.hits.iter().map(|h| h.id).collect();
+        ids.extend(keyword.hits.iter().map(|h| h.id));
+        ids.extend(filtered.iter().copied());
+        ids.extend(entity.ids.iter().copied());
         let rows_started = Instant::now();
-        let rows: HashMap<Uuid, MemoryRow> = self
-            .store
-            .recall_rows(tenant, &req.user_id, &statuses, &filters, &ids)
-            .await?
-            .into_iter()
-            .map(|r| (r.id, r))
-            .collect();
-        // Relevance is scaled over the candidates that can be returned.
-        let present = fused.iter().filter(|f| rows.contains_key(&f.id));
-        let (min, max) = present.fold((f64::MAX, f64::MIN), |(lo, hi), f| {
-            (lo.min(f.rrf), hi.max(f.rrf))
-        });
+        let mut rows = self
+            .rows(tenant, req, &statuses, &filters, &ids, &dense)
+            .await?;
         timings.rows = rows_started.elapsed();
+
         let rank_started = Instant::now();
-        let now = Utc::now();
+        let periods = when::periods(&req.query, now);
+        let scoring = Scoring {
+            config: &self.config,
+            dense: &dense,
+            keyword: &keyword.scorer,
+            filtered: &filtered,
+            entities: &entity.entities,
+        };
+        let mut fused = scoring.fuse(&ids, &rows, None);
+        if self.config.second_hop > 0.0 && !dense.vector.is_empty() {
+            let hop_started = Instant::now();
+            if let Some(hop) = self
+                .second_hop(tenant, req, &statuses, &filters, &dense, &fused, &rows)
+                .await?
+            {
+                ids.extend(hop.hits.iter().map(|h| h.id));
+                for (id, row) in hop.rows {
+                    rows.entry(id).or_insert(row);
+                }
+                fused = scoring.fuse(&ids, &rows, Some((&hop.vector, &hop.hits)));
+            }
+            timings.second_hop = hop_started.elapsed();
+        }
+
+        let weights = self.weights();
         let mut ranked = Vec::new();
         let mut explained = Vec::new();
         for f in &fused {
             let Some(row) = rows.get(&f.id) else {
                 if req.explain {
                     let mut e =
-                        ExplainedCandidate::new(f.id, String::new(), &f.ranks, f.rrf, zero());
+                        ExplainedCandidate::new(f.id, String::new(), &f.ranks, f.relevance, zero());
                     e.left_out = Some("outside the request's filters or statuses".into());
                     explained.push(e);
                 }
                 continue;
             };
+            let m = &row.memory;
             // Recency is that of the information: when it happened or was
             // said, not when this row was written (a replayed history would
             // otherwise look brand new, and undated facts newer than dated ones).
-            let age_hours = (now - row.valid_from.unwrap_or(row.created_at))
-                .num_seconds()
-                .max(0) as f64
-                / 3600.0;
+            let dated = m.valid_from.unwrap_or(m.created_at);
+            let age_hours = (now - dated).num_seconds().max(0) as f64 / 3600.0;
+            let in_period = periods.iter().any(|p| p.contains(dated));
+            let relevance = f.relevance
+                + if in_period {
+                    self.config.time_boost
+                } else {
+                    0.0
+                };
             let parts = fusion::score(
-                &self.weights,
-                fusion::relevance(f.rrf, min, max),
+                &weights,
+                relevance,
                 age_hours,
-                f64::from(row.importance),
-                i64::from(row.access_count),
+                f64::from(m.importance),
+                i64::from(m.access_count),
             );
             if req.explain {
                 explained.push(ExplainedCandidate::new(
                     f.id,
-                    row.content.clone(),
+                    m.content.clone(),
                     &f.ranks,
-                    f.rrf,
+                    f.relevance,
                     parts,
                 ));
             }
-            ranked.push(recalled(row, parts.score));
+            ranked.push(recalled(m, parts.score));
         }
         ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
         if self.spread_sources {
             ranked = diversity::spread_sources(ranked);
         }
-        let mut memories =
-            budget::cut(ranked, req.top_k, req.max_tokens.unwrap_or(self.max_tokens));
+        let mut memories = budget::cut(
+            ranked,
+            req.top_k,
+            req.max_tokens.unwrap_or(self.config.max_tokens),
+        );
         let links: Vec<(Uuid, Option<Uuid>)> = memories
             .iter()
-            .map(|m| (m.id, rows.get(&m.id).and_then(|r| r.superseded_by)))
+            .map(|m| (m.id, rows.get(&m.id).and_then(|r| r.memory.superseded_by)))
             .collect();
         conflicts::flag(&mut memories, &links);
-        timings.rank = rank_started.elapsed();
+        timings.rank = rank_started.elapsed().saturating_sub(timings.second_hop);
 
         if req.explain {
             for e in &mut explained {
@@ -321,10 +361,7 @@ impl Recaller {
                 }
             });
         }
-        let tokens = memories
-            .iter()
-            .map(|m| budget::estimate_tokens(&m.content))
-            .sum();
+        let tokens = memories.iter().map(budget::memory_tokens).sum();
         timings.total = started.elapsed();
         timings.emit();
         events::Recalled {
@@ -345,19 +382,104 @@ impl Recaller {
         Ok((answer, timings))
     }
 
-    /// The dense channel and how long its query embedding took, or why it
-    /// could not answer.
+    /// The candidates' rows, by id, with the vectors of those the dense
+    /// channel did not score (so that every candidate gets its cosine).
+    async fn rows(
+        &self,
+        tenant: &str,
+        req: &RecallRequest,
+        statuses: &[String],
+        filters: &Filters,
+        ids: &[Uuid],
+        dense: &Dense,
+    ) -> Result<HashMap<Uuid, RecallRow>, StoreError> {
+        let mut unique = ids.to_vec();
+        unique.sort();
+        unique.dedup();
+        let unscored: Vec<Uuid> = if dense.vector.is_empty() {
+            Vec::new()
+        } else {
+            unique
+                .iter()
+                .filter(|id| !dense.hits.iter().any(|h| h.id == **id))
+                .copied()
+                .collect()
+        };
+        Ok(self
+            .store
+            .recall_rows(tenant, &req.user_id, statuses, filters, &unique, &unscored)
+            .await?
+            .into_iter()
+            .map(|r| (r.memory.id, r))
+            .collect())
+    }
+
+    /// The second hop: the query's vector moved towards the first round's
+    /// best memories searches again (pseudo-relevance feedback), so that
+    /// memories that share meaning with what was found, but not with the
+    /// question's words, can join. `None` when there is nothing to seed it.
+    #[allow(clippy::too_many_arguments)]
+    async fn second_hop(
+        &self,
+        tenant: &str,
+        req: &RecallRequest,
+        statuses: &[String],
+        filters: &Filters,
+        dense: &Dense,
+        fused: &[Fused],
+        rows: &HashMap<Uuid, RecallRow>,
+    ) -> Result<Option<SecondHop>, StoreError> {
+        // Only memories the first round found something for seed the hop.
+        let seeds: Vec<Uuid> = fused
+            .iter()
+            .filter(|f| f.relevance > 0.0 && rows.contains_key(&f.id))
+            .take(SECOND_HOP_SEEDS)
+            .map(|f| f.id)
+            .collect();
+        let vectors = self.store.embeddings(tenant, &seeds).await?;
+        let seeds: Vec<&[f32]> = seeds
+            .iter()
+            .filter_map(|id| vectors.get(id).map(Vec::as_slice))
+            .collect();
+        let Some(vector) = second_hop::vector(&dense.vector, &seeds) else {
+            return Ok(None);
+        };
+        let hits = match self.search(tenant, req, statuses, &vector).await {
+            Ok(hits) => hits,
+            Err(reason) => {
+                tracing::debug!(%reason, "second hop skipped");
+                return Ok(None);
+            }
+        };
+        let new: Vec<Uuid> = hits
+            .iter()
+            .map(|h| h.id)
+            .filter(|id| !rows.contains_key(id))
+            .collect();
+        let rows = self
+            .rows(tenant, req, statuses, filters, &new, dense)
+            .await?;
+        Ok(Some(SecondHop { hits, vector, rows }))
+    }
+
+    /// The dense channel: the query's vector and its nearest memories, or why
+    /// it could not answer. Off (`on` false) or with an empty query it finds nothing.
     async fn dense(
         &self,
         tenant: &str,
         req: &RecallRequest,
         statuses: &[String],
-    ) -> Result<(Vec<Uuid>, Duration), String> {
-        let (Some(index), Some(embedder)) = (&self.index, &self.embedder) else {
+        on: bool,
+    ) -> Result<Dense, String> {
+        let (Some(_), Some(embedder)) = (&self.index, &self.embedder) else {
             return Err("no vector index in this process; answered from keyword search".into());
         };
-        if req.query.trim().is_empty() {
-            return Ok((Vec::new(), Duration::ZERO));
+        if !on || req.query.trim().is_empty() {
+            return Ok(Dense {
+                hits: Vec::new(),
+                vector: Vec::new(),
+                embed_time: Duration::ZERO,
+            });
         }
         let search = async {
             let embed_started = Instant::now();
@@ -371,31 +493,49 @@ impl Recaller {
                     "the embedder returned no vector; answered from keyword search".to_string()
                 })?;
             let embed_time = embed_started.elapsed();
-            let collection = Collection::for_model(&self.namespace, embedder.model());
-            let scope = Scope {
-                tenant: tenant.to_string(),
-                user_id: req.user_id.clone(),
-                statuses: statuses.to_vec(),
-                fact_types: req.fact_types.clone(),
-                session_id: req.session_id.clone(),
-                // The time range is applied in Postgres, on the memory's date
-                // (when it happened, else when it was learnt).
-                occurred_from: None,
-                occurred_to: None,
-            };
-            index
-                .search(&collection, &vector, &scope, CHANNEL_DEPTH)
-                .await
-                .map(|hits| (hits.into_iter().map(|h| h.id).collect(), embed_time))
-                .map_err(|e| format!("index unavailable ({e}); answered from keyword search"))
+            let hits = self.search(tenant, req, statuses, &vector).await?;
+            Ok(Dense {
+                hits,
+                vector,
+                embed_time,
+            })
         };
-        match tokio::time::timeout(self.index_timeout, search).await {
+        match tokio::time::timeout(self.config.index_timeout, search).await {
             Ok(result) => result,
             Err(_) => Err(format!(
                 "index did not answer within {} ms; answered from keyword search",
-                self.index_timeout.as_millis()
+                self.config.index_timeout.as_millis()
             )),
         }
+    }
+
+    /// The user's memories nearest to `vector` in the index.
+    async fn search(
+        &self,
+        tenant: &str,
+        req: &RecallRequest,
+        statuses: &[String],
+        vector: &[f32],
+    ) -> Result<Vec<Hit>, String> {
+        let (Some(index), Some(embedder)) = (&self.index, &self.embedder) else {
+            return Err("no vector index in this process".into());
+        };
+        let collection = Collection::for_model(&self.namespace, embedder.model());
+        let scope = Scope {
+            tenant: tenant.to_string(),
+            user_id: req.user_id.clone(),
+            statuses: statuses.to_vec(),
+            fact_types: req.fact_types.clone(),
+            session_id: req.session_id.clone(),
+            // The time range is applied in Postgres, on the memory's date
+            // (when it happened, else when it was learnt).
+            occurred_from: None,
+            occurred_to: None,
+        };
+        index
+            .search(&collection, vector, &scope, CHANNEL_DEPTH)
+            .await
+            .map_err(|e| format!("index unavailable ({e}); answered from keyword search"))
     }
 
     async fn working_memory(
@@ -433,11 +573,93 @@ fn zero() -> fusion::Parts {
     }
 }
 
+/// What the second hop found.
+struct SecondHop {
+    hits: Vec<Hit>,
+    vector: Vec<f32>,
+    rows: HashMap<Uuid, RecallRow>,
+}
+
+/// Scores every candidate by every signal, whichever channel proposed it.
+struct Scoring<'a> {
+    config: &'a RecallConfig,
+    dense: &'a Dense,
+    keyword: &'a KeywordScorer,
+    filtered: &'a [Uuid],
+    entities: &'a [String],
+}
+
+impl Scoring<'_> {
+    /// The candidates fused, best first; with the second hop's vector (and
+    /// what it found), its cosine is one more signal. Cosines come from the
+    /// index where it scored the candidate, else from the candidate's vector.
+    fn fuse(
+        &self,
+        ids: &[Uuid],
+        rows: &HashMap<Uuid, RecallRow>,
+        hop: Option<(&[f32], &[Hit])>,
+    ) -> Vec<Fused> {
+        let [dense_w, keyword_w, filter_w, entity_w] = self.config.signal_weights;
+        let cosines = |vector: &[f32], weight: f64, index_hits: &[Hit]| {
+            let mut values: HashMap<Uuid, f64> = index_hits
+                .iter()
+                .map(|h| (h.id, f64::from(h.score)))
+                .collect();
+            if !vector.is_empty() {
+                for (id, row) in rows {
+                    if let Some(e) = row.embedding.as_deref().filter(|e| e.len() == vector.len()) {
+                        values.insert(*id, f64::from(cosine(vector, e)));
+                    }
+                }
+            }
+            Signal { weight, values }
+        };
+        let mut signals = vec![
+            cosines(&self.dense.vector, dense_w, &self.dense.hits),
+            Signal {
+                weight: keyword_w,
+                values: rows
+                    .iter()
+                    .map(|(id, r)| (*id, self.keyword.score(&r.terms)))
+                    .collect(),
+            },
+            Signal {
+                weight: filter_w,
+                values: self
+                    .filtered
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| (*id, 1.0 / (i + 1) as f64))
+                    .collect(),
+            },
+            Signal {
+                weight: entity_w,
+                values: rows
+                    .iter()
+                    .map(|(id, r)| {
+                        let shared = self
+                            .entities
+                            .iter()
+                            .filter(|e| r.memory.entities.contains(e))
+                            .count();
+                        (*id, shared as f64)
+                    })
+                    .collect(),
+            },
+        ];
+        if let Some((vector, hits)) = hop {
+            signals.push(cosines(vector, self.config.second_hop, hits));
+        }
+        fusion::fuse(ids, &signals, self.config.fusion)
+    }
+}
+
 /// A row as the answer shows it.
 pub fn recalled(row: &MemoryRow, score: f64) -> RecalledMemory {
     RecalledMemory {
         id: row.id,
         content: row.content.clone(),
+        context: row.context.as_ref().map(memory::shown_context),
         fact_type: row.fact_type.clone(),
         status: row.status.clone(),
         importance: row.importance,

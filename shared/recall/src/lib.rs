@@ -12,7 +12,7 @@ pub mod working_expiry;
 
 pub use engine::{RecallError, Recaller};
 pub use request::{
-    CHANNELS, ExplainedCandidate, Include, RecallRequest, RecallResponse, RequestError,
+    ExplainedCandidate, Include, RecallRequest, RecallResponse, RequestError, SIGNALS,
 };
 pub use timings::Timings;
 pub use working::WorkingMemory;

@@ -12,8 +12,9 @@ use hindsight_shared::{
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// The channels, in the order their ranks are reported.
-pub const CHANNELS: [&str; 4] = ["dense", "keyword", "filter", "entity"];
+/// The signals recall fuses, in the order their ranks are reported: the
+/// four of `HINDSIGHT_RECALL_SIGNAL_WEIGHTS`, then the second hop.
+pub const SIGNALS: [&str; 5] = ["dense", "keyword", "filter", "entity", "second_hop"];
 
 /// The longest query recall accepts, in characters.
 pub const MAX_QUERY_CHARS: usize = 4_000;
@@ -172,9 +173,10 @@ pub struct RequestError(pub String);
 pub struct ExplainedCandidate {
     pub id: Uuid,
     pub content: String,
-    /// 1-based rank per channel ([`CHANNELS`]); absent when the channel did not return it.
+    /// 1-based rank per signal ([`SIGNALS`]); absent when the signal gave it nothing.
     pub ranks: BTreeMap<String, usize>,
-    pub rrf: f64,
+    /// The fused signals (0–1), before the time boost.
+    pub fused: f64,
     pub relevance: f64,
     pub recency: f64,
     pub importance: f64,
@@ -187,16 +189,16 @@ pub struct ExplainedCandidate {
 }
 
 impl ExplainedCandidate {
-    pub fn new(id: Uuid, content: String, ranks: &[Option<usize>], rrf: f64, p: Parts) -> Self {
+    pub fn new(id: Uuid, content: String, ranks: &[Option<usize>], fused: f64, p: Parts) -> Self {
         Self {
             id,
             content,
-            ranks: CHANNELS
+            ranks: SIGNALS
                 .iter()
                 .zip(ranks)
                 .filter_map(|(c, r)| r.map(|r| (c.to_string(), r)))
                 .collect(),
-            rrf,
+            fused,
             relevance: p.relevance,
             recency: p.recency,
             importance: p.importance,

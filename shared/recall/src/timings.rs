@@ -17,9 +17,11 @@ pub struct Timings {
     pub entity: Duration,
     /// The structured-filter channel (zero when the request has no filter).
     pub filter: Duration,
-    /// Reading the fused candidates' rows back from Postgres.
+    /// Reading the candidates' rows back from Postgres.
     pub rows: Duration,
-    /// RRF fusion, the score, source spreading, the budget and conflicts.
+    /// The second hop: its search and its new rows (zero when off).
+    pub second_hop: Duration,
+    /// Fusion, the score, source spreading, the budget and conflicts.
     pub rank: Duration,
     pub total: Duration,
 }
@@ -39,6 +41,7 @@ impl Timings {
             ("entity", self.entity),
             ("filter", self.filter),
             ("rows", self.rows),
+            ("second_hop", self.second_hop),
             ("rank", self.rank),
         ] {
             if !elapsed.is_zero() {

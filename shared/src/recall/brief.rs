@@ -63,6 +63,9 @@ pub fn render(memories: &[RecalledMemory]) -> String {
             if !m.conflicts_with.is_empty() {
                 out.push_str(", conflicts with another memory here");
             }
+            if let Some(context) = &m.context {
+                let _ = write!(out, "; in reply to {context}");
+            }
             out.push_str(")\n");
         }
     }
@@ -106,6 +109,19 @@ mod tests {
         );
         assert!(brief.contains("superseded"), "{brief}");
         assert!(brief.starts_with("Context from memory"), "{brief}");
+    }
+
+    #[test]
+    fn a_reply_shows_what_it_answered() {
+        let reply = RecalledMemory {
+            context: Some("Caroline: Did you go camping?".into()),
+            ..memory("Yes, last weekend, it was great", "event", "active")
+        };
+        assert!(
+            render(&[reply]).contains(
+                "- Yes, last weekend, it was great (2026-05-08, confidence 0.80; in reply to Caroline: Did you go camping?)"
+            )
+        );
     }
 
     #[test]

@@ -19,6 +19,11 @@ pub fn estimate_tokens(text: &str) -> usize {
     (chars - cjk).div_ceil(4) + cjk
 }
 
+/// What a memory costs an answer: its content, its context and a line.
+pub fn memory_tokens(m: &RecalledMemory) -> usize {
+    estimate_tokens(&m.content) + m.context.as_deref().map_or(0, estimate_tokens)
+}
+
 /// Keeps the best memories (already sorted, best first) that fit `max_tokens`:
 /// at most `top_k` when given, else as many as score within
 /// [`RELATIVE_CUTOFF`] of the best (never more than [`MAX_K`]). Stops at the
@@ -39,7 +44,7 @@ pub fn cut(
         if out.len() >= k || m.score < floor {
             break;
         }
-        let cost = estimate_tokens(&m.content) + LINE_OVERHEAD_TOKENS;
+        let cost = memory_tokens(&m) + LINE_OVERHEAD_TOKENS;
         if spent + cost > max_tokens {
             break;
         }

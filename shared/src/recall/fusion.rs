@@ -1,11 +1,20 @@
-//! Reciprocal rank fusion of the recall channels, then the final score:
-//! relevance, recency, importance and use, with configurable weights.
+//! Fusing the recall signals into one relevance, then the final score:
+//! relevance first, recency, importance and use to order near-ties.
 //!
-//! RRF only sees ranks, so channels whose raw scores are not comparable
-//! (cosine, BM25, entity overlap) fuse without calibration. Its raw values are
-//! compressed (1/61 for a first rank, 1/70 for a tenth), so relevance is the
-//! fused value scaled to [0, 1] over the candidates; otherwise importance and
-//! recency would outweigh it whatever the weights say.
+//! The channels (dense, keyword, structured filter, entity) propose
+//! candidates; every candidate is then scored by every signal, so a memory one
+//! channel found is not penalised for falling just outside another channel's
+//! depth. Two ways to fuse, [`Method`]:
+//!
+//! - **Score** (the default): each signal divided by its best value among the
+//!   candidates, weighted, summed, divided by the weights of the signals that
+//!   found anything. A strong match on one signal counts as strong: a memory
+//!   the keyword channel finds far better than any other outranks one that is
+//!   merely second in both, which RRF gets the other way round.
+//! - **RRF** (reciprocal rank fusion, k = 60): ranks only, weighted, scaled by
+//!   the best possible value. Kept for comparison (`eval locomo --sweep`).
+//!
+//! Either way relevance lies in [0, 1] (1: best on every signal that answered).
 
 use std::collections::HashMap;
 
@@ -13,6 +22,31 @@ use uuid::Uuid;
 
 /// RRF's k: how much a first rank counts over lower ones (60, as in the literature).
 pub const RRF_K: f64 = 60.0;
+
+/// How the signals are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Method {
+    #[default]
+    Score,
+    Rrf,
+}
+
+impl Method {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "score" => Some(Method::Score),
+            "rrf" => Some(Method::Rrf),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Score => "score",
+            Method::Rrf => "rrf",
+        }
+    }
+}
 
 /// The weights of the final score and the recency half-life.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,43 +61,88 @@ pub struct Weights {
 impl Default for Weights {
     fn default() -> Self {
         Self {
-            relevance: 0.5,
-            recency: 0.2,
-            importance: 0.2,
-            access: 0.1,
+            relevance: 0.85,
+            recency: 0.05,
+            importance: 0.05,
+            access: 0.05,
             half_life_hours: 168.0,
         }
     }
 }
 
-/// A candidate after fusion: its 1-based rank in each channel (None when the
-/// channel did not return it) and its fused value.
+/// One signal's values for the candidates it can score (higher is better;
+/// absent or ≤ 0 means "no evidence"), and its weight.
+#[derive(Debug, Clone, Default)]
+pub struct Signal {
+    pub weight: f64,
+    pub values: HashMap<Uuid, f64>,
+}
+
+/// A candidate after fusion: its 1-based rank on each signal (None when the
+/// signal gave it nothing) and its relevance in [0, 1].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fused {
     pub id: Uuid,
     pub ranks: Vec<Option<usize>>,
-    pub rrf: f64,
+    pub relevance: f64,
 }
 
-/// Fuses the channels' rankings (best first, one list per channel), best first.
-/// Ties go to the better single rank, then to the id, so the order is stable.
-pub fn rrf(channels: &[Vec<Uuid>], k: f64) -> Vec<Fused> {
-    let mut by_id: HashMap<Uuid, Fused> = HashMap::new();
-    for (c, ranking) in channels.iter().enumerate() {
-        for (i, id) in ranking.iter().enumerate() {
-            let entry = by_id.entry(*id).or_insert_with(|| Fused {
-                id: *id,
-                ranks: vec![None; channels.len()],
-                rrf: 0.0,
-            });
-            // A channel listing an id twice counts it once, at its best rank.
-            if entry.ranks[c].is_none() {
-                entry.ranks[c] = Some(i + 1);
-                entry.rrf += 1.0 / (k + (i + 1) as f64);
+/// Each signal's ranking of its candidates, best first (ties by id).
+fn ranks(signal: &Signal) -> HashMap<Uuid, usize> {
+    let mut scored: Vec<(Uuid, f64)> = signal
+        .values
+        .iter()
+        .filter(|(_, v)| **v > 0.0)
+        .map(|(id, v)| (*id, *v))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    scored
+        .into_iter()
+        .enumerate()
+        .map(|(i, (id, _))| (id, i + 1))
+        .collect()
+}
+
+/// Fuses the signals over `candidates`, best first; ties go to the better
+/// single rank, then to the id, so the order is stable.
+pub fn fuse(candidates: &[Uuid], signals: &[Signal], method: Method) -> Vec<Fused> {
+    let ranked: Vec<HashMap<Uuid, usize>> = signals.iter().map(ranks).collect();
+    let answering: Vec<bool> = ranked.iter().map(|r| !r.is_empty()).collect();
+    let best: Vec<f64> = signals
+        .iter()
+        .map(|s| s.values.values().copied().fold(0.0, f64::max))
+        .collect();
+    let total: f64 = signals
+        .iter()
+        .zip(&answering)
+        .filter(|(_, a)| **a)
+        .map(|(s, _)| s.weight.max(0.0))
+        .sum();
+    let mut seen = std::collections::HashSet::new();
+    let mut fused: Vec<Fused> = candidates
+        .iter()
+        .filter(|id| seen.insert(**id))
+        .map(|id| {
+            let ranks: Vec<Option<usize>> = ranked.iter().map(|r| r.get(id).copied()).collect();
+            let mut sum = 0.0;
+            for (s, signal) in signals.iter().enumerate() {
+                let w = signal.weight.max(0.0);
+                sum += match (method, ranks[s]) {
+                    (_, None) => 0.0,
+                    (Method::Score, Some(_)) => {
+                        w * signal.values.get(id).copied().unwrap_or(0.0) / best[s]
+                    }
+                    (Method::Rrf, Some(r)) => w * (RRF_K + 1.0) / (RRF_K + r as f64),
+                };
             }
-        }
-    }
-    let best = |f: &Fused| {
+            Fused {
+                id: *id,
+                ranks,
+                relevance: if total > 0.0 { sum / total } else { 0.0 },
+            }
+        })
+        .collect();
+    let best_rank = |f: &Fused| {
         f.ranks
             .iter()
             .flatten()
@@ -71,11 +150,10 @@ pub fn rrf(channels: &[Vec<Uuid>], k: f64) -> Vec<Fused> {
             .copied()
             .unwrap_or(usize::MAX)
     };
-    let mut fused: Vec<Fused> = by_id.into_values().collect();
     fused.sort_by(|a, b| {
-        b.rrf
-            .total_cmp(&a.rrf)
-            .then_with(|| best(a).cmp(&best(b)))
+        b.relevance
+            .total_cmp(&a.relevance)
+            .then_with(|| best_rank(a).cmp(&best_rank(b)))
             .then_with(|| a.id.cmp(&b.id))
     });
     fused
@@ -89,15 +167,6 @@ pub struct Parts {
     pub importance: f64,
     pub access: f64,
     pub score: f64,
-}
-
-/// The fused value scaled to [0, 1] over the candidates (1 when all are equal).
-pub fn relevance(rrf: f64, min: f64, max: f64) -> f64 {
-    if max - min <= f64::EPSILON {
-        1.0
-    } else {
-        ((rrf - min) / (max - min)).clamp(0.0, 1.0)
-    }
 }
 
 /// 1 now, ½ after one half-life; a time in the future counts as now.
@@ -138,31 +207,78 @@ mod tests {
         Uuid::from_u128(n)
     }
 
-    #[test]
-    fn agreement_between_channels_beats_one_first_rank() {
-        let dense = vec![id(1), id(2), id(3)];
-        let keyword = vec![id(4), id(2)];
-        let fused = rrf(&[dense, keyword], RRF_K);
-        assert_eq!(fused[0].id, id(2), "second in both beats first in one");
-        assert_eq!(fused[0].ranks, vec![Some(2), Some(2)]);
-        assert!((fused[0].rrf - 2.0 / 62.0).abs() < 1e-12);
-        // 1 and 4 are both first in one channel: the id breaks the tie.
-        assert_eq!(fused[1].id, id(1));
-        assert_eq!(fused[2].id, id(4));
-        assert_eq!(fused[3].ranks, vec![Some(3), None]);
+    fn signal(weight: f64, values: &[(u128, f64)]) -> Signal {
+        Signal {
+            weight,
+            values: values.iter().map(|(i, v)| (id(*i), *v)).collect(),
+        }
+    }
+
+    fn order(fused: &[Fused]) -> Vec<Uuid> {
+        fused.iter().map(|f| f.id).collect()
     }
 
     #[test]
-    fn a_repeated_id_counts_once_per_channel() {
-        let fused = rrf(&[vec![id(1), id(1)]], RRF_K);
-        assert_eq!(fused.len(), 1);
-        assert!((fused[0].rrf - 1.0 / 61.0).abs() < 1e-12);
+    fn a_clearly_better_match_on_one_signal_beats_being_second_on_both() {
+        // 1 matches the query's words far better than anything and is fifth
+        // on the dense signal; 2 is second on both.
+        let dense = signal(
+            0.5,
+            &[(1, 0.50), (2, 0.61), (3, 0.62), (4, 0.60), (5, 0.59)],
+        );
+        let keyword = signal(0.5, &[(1, 12.0), (2, 4.0), (3, 1.0)]);
+        let candidates = [id(1), id(2), id(3), id(4), id(5)];
+        let by_score = fuse(
+            &candidates,
+            &[dense.clone(), keyword.clone()],
+            Method::Score,
+        );
+        assert_eq!(order(&by_score), [id(1), id(2), id(3), id(4), id(5)]);
+        let by_rrf = fuse(&candidates, &[dense, keyword], Method::Rrf);
+        let position = |fused: &[Fused], n| fused.iter().position(|f| f.id == id(n));
+        assert!(
+            position(&by_rrf, 1) > position(&by_rrf, 2),
+            "RRF sees ranks only: second on both beats the far better match"
+        );
     }
 
     #[test]
-    fn no_channels_or_empty_channels_fuse_to_nothing() {
-        assert!(rrf(&[], RRF_K).is_empty());
-        assert!(rrf(&[vec![], vec![]], RRF_K).is_empty());
+    fn weights_decide_between_signals_that_disagree() {
+        let dense = |w| signal(w, &[(1, 1.0), (2, 0.5)]);
+        let keyword = |w| signal(w, &[(1, 1.0), (2, 4.0)]);
+        let candidates = [id(1), id(2)];
+        let dense_heavy = fuse(&candidates, &[dense(0.9), keyword(0.1)], Method::Score);
+        assert_eq!(dense_heavy[0].id, id(1));
+        let keyword_heavy = fuse(&candidates, &[dense(0.1), keyword(0.9)], Method::Score);
+        assert_eq!(keyword_heavy[0].id, id(2));
+        // A signal with weight 0 changes nothing.
+        let off = fuse(&candidates, &[dense(1.0), keyword(0.0)], Method::Score);
+        assert_eq!(off[0].id, id(1));
+        assert!((off[0].relevance - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn relevance_is_one_for_the_best_on_every_answering_signal() {
+        let dense = signal(0.5, &[(1, 0.8), (2, 0.4)]);
+        let silent = signal(0.5, &[]);
+        let fused = fuse(&[id(1), id(2)], &[dense, silent], Method::Score);
+        assert!((fused[0].relevance - 1.0).abs() < 1e-12, "{fused:?}");
+        assert!((fused[1].relevance - 0.5).abs() < 1e-12);
+        assert_eq!(fused[0].ranks, vec![Some(1), None]);
+        let rrf = fuse(&[id(1)], &[signal(1.0, &[(1, 3.0)])], Method::Rrf);
+        assert!((rrf[0].relevance - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn candidates_without_evidence_rank_last_and_repeats_count_once() {
+        let fused = fuse(
+            &[id(3), id(1), id(1)],
+            &[signal(1.0, &[(1, 2.0)])],
+            Method::Score,
+        );
+        assert_eq!(order(&fused), [id(1), id(3)]);
+        assert_eq!(fused[1].relevance, 0.0);
+        assert!(fuse(&[], &[signal(1.0, &[])], Method::Rrf).is_empty());
     }
 
     #[test]
@@ -172,9 +288,28 @@ mod tests {
         assert_eq!(recency(-5.0, 168.0), 1.0);
         assert_eq!(access(3), 0.3);
         assert_eq!(access(50), 1.0);
-        assert_eq!(relevance(0.5, 0.5, 0.5), 1.0);
-        assert_eq!(relevance(0.25, 0.0, 1.0), 0.25);
-        let p = score(&Weights::default(), 1.0, 168.0, 0.8, 5);
+        let w = Weights {
+            relevance: 0.5,
+            recency: 0.2,
+            importance: 0.2,
+            access: 0.1,
+            half_life_hours: 168.0,
+        };
+        let p = score(&w, 1.0, 168.0, 0.8, 5);
         assert!((p.score - (0.5 + 0.2 * 0.5 + 0.2 * 0.8 + 0.1 * 0.5)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn by_default_importance_recency_and_use_only_order_near_ties() {
+        let w = Weights::default();
+        // A clearly more relevant memory (0.2 ahead) is not overtaken by one
+        // that is new, important and much used.
+        let relevant = score(&w, 0.9, 24.0 * 365.0, 0.1, 0);
+        let favoured = score(&w, 0.7, 0.0, 1.0, 50);
+        assert!(relevant.score > favoured.score);
+        // Near-equal relevance: the important one comes first.
+        let a = score(&w, 0.80, 1000.0, 0.9, 0);
+        let b = score(&w, 0.81, 1000.0, 0.2, 0);
+        assert!(a.score > b.score);
     }
 }

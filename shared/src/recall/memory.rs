@@ -5,10 +5,20 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::turn::TurnContext;
+
+/// Longest context shown with a recalled memory, in characters (the end of
+/// the turn it replied to, where its question usually is).
+pub const SHOWN_CONTEXT_CHARS: usize = 160;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecalledMemory {
     pub id: Uuid,
     pub content: String,
+    /// What the memory's turn replied to, as `speaker: text` (the text's
+    /// last [`SHOWN_CONTEXT_CHARS`] characters); counted in the token budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
     pub fact_type: String,
     pub status: String,
     pub importance: f32,
@@ -25,6 +35,27 @@ pub struct RecalledMemory {
     pub conflicts_with: Vec<Uuid>,
 }
 
+/// A memory's context as an answer shows it: `speaker: text`, the text cut
+/// to its last [`SHOWN_CONTEXT_CHARS`] characters at a word boundary.
+pub fn shown_context(c: &TurnContext) -> String {
+    let short = TurnContext::new(&c.turn_id, &c.speaker, &c.content);
+    let chars = short.content.chars().count();
+    let text = if chars <= SHOWN_CONTEXT_CHARS {
+        short.content
+    } else {
+        let tail: String = short
+            .content
+            .chars()
+            .skip(chars - SHOWN_CONTEXT_CHARS)
+            .collect();
+        match tail.split_once(char::is_whitespace) {
+            Some((_, rest)) if !rest.trim().is_empty() => format!("…{}", rest.trim()),
+            _ => format!("…{}", tail.trim()),
+        }
+    };
+    format!("{}: {text}", c.speaker)
+}
+
 impl RecalledMemory {
     /// The date a reader should see: when it happened, else when it was learnt.
     pub fn date(&self) -> DateTime<Utc> {
@@ -34,10 +65,23 @@ impl RecalledMemory {
 
 /// A memory with plain values, for the tests of the recall modules.
 #[cfg(test)]
+#[test]
+fn a_long_context_shows_its_end() {
+    let long = format!("{} Did you go camping last weekend?", "word ".repeat(60));
+    let shown = shown_context(&TurnContext::new("t1", "Caroline", &long));
+    assert!(shown.starts_with("Caroline: …"), "{shown}");
+    assert!(shown.ends_with("Did you go camping last weekend?"));
+    assert!(shown.chars().count() <= "Caroline: …".len() + SHOWN_CONTEXT_CHARS);
+    let short = shown_context(&TurnContext::new("t1", "Caroline", "Did you go?"));
+    assert_eq!(short, "Caroline: Did you go?");
+}
+
+#[cfg(test)]
 pub(crate) fn sample(content: &str) -> RecalledMemory {
     RecalledMemory {
         id: Uuid::new_v4(),
         content: content.into(),
+        context: None,
         fact_type: "fact".into(),
         status: "active".into(),
         importance: 0.5,

@@ -9,3 +9,5 @@ pub mod diversity;
 pub mod entities;
 pub mod fusion;
 pub mod memory;
+pub mod second_hop;
+pub mod when;

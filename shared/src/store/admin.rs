@@ -11,9 +11,10 @@ use uuid::Uuid;
 
 use super::{
     Store, StoreError,
+    memories::{TERMS_VERSION, search_terms},
     recall::{MEMORY_ROW_COLUMNS, MemoryRow},
 };
-use crate::{dedupe, terms};
+use crate::{dedupe, turn::TurnContext};
 
 /// A change to one memory; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
@@ -73,15 +74,25 @@ impl Store {
         actor: &str,
     ) -> Result<Option<MemoryRow>, StoreError> {
         let mut tx = self.pool.begin().await?;
-        let before: Option<(String, f32, f32, String, String)> = sqlx::query_as(
-            "SELECT content, importance, confidence, fact_type, status FROM memories
+        type Before = (
+            String,
+            f32,
+            f32,
+            String,
+            String,
+            Vec<String>,
+            Option<sqlx::types::Json<TurnContext>>,
+        );
+        let before: Option<Before> = sqlx::query_as(
+            "SELECT content, importance, confidence, fact_type, status, entities, context FROM memories
              WHERE tenant = $1 AND id = $2 AND status <> 'deleted' FOR UPDATE",
         )
         .bind(tenant)
         .bind(id)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some((content, importance, confidence, fact_type, status)) = before else {
+        let Some((content, importance, confidence, fact_type, status, entities, context)) = before
+        else {
             return Ok(None);
         };
         let (new_content, embedding) = match &patch.content {
@@ -93,6 +104,7 @@ impl Store {
                 content = coalesce($3, content),
                 content_key = coalesce($4, content_key),
                 terms = coalesce($5, terms),
+                terms_version = CASE WHEN $5 IS NULL THEN terms_version ELSE $11 END,
                 embedding = coalesce($6, embedding),
                 importance = coalesce($7, importance),
                 confidence = coalesce($8, confidence),
@@ -106,12 +118,13 @@ impl Store {
         .bind(id)
         .bind(new_content)
         .bind(new_content.map(dedupe::content_key))
-        .bind(new_content.map(terms::distinct_terms))
+        .bind(new_content.map(|c| search_terms(c, &entities, context.as_ref().map(|j| &j.0))))
         .bind(embedding)
         .bind(patch.importance)
         .bind(patch.confidence)
         .bind(&patch.fact_type)
         .bind(&patch.status)
+        .bind(TERMS_VERSION)
         .execute(&mut *tx)
         .await?;
         let event = match patch.status.as_deref() {

@@ -34,6 +34,44 @@ pub struct KeywordHit {
     pub score: f64,
 }
 
+/// The channel's answer: its best memories, and the query's BM25 weights,
+/// which score any other memory of the user the same way from its terms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeywordAnswer {
+    pub hits: Vec<KeywordHit>,
+    pub scorer: KeywordScorer,
+}
+
+/// BM25 of one query over one user's memories: the query's terms the user
+/// has, their idf, and the user's mean number of terms per memory.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeywordScorer {
+    terms: Vec<(String, f64)>,
+    avgdl: f64,
+}
+
+impl KeywordScorer {
+    /// The BM25 of a memory with these (sorted) terms; 0 without a query term.
+    pub fn score(&self, memory_terms: &[String]) -> f64 {
+        let matched: f64 = self
+            .terms
+            .iter()
+            .filter(|(t, _)| memory_terms.binary_search(t).is_ok())
+            .map(|(_, idf)| idf)
+            .sum();
+        if matched == 0.0 {
+            return 0.0;
+        }
+        let len = memory_terms.len() as f64;
+        matched * (K1 + 1.0) / (1.0 + K1 * (1.0 - B + B * len / self.avgdl))
+    }
+
+    /// The query terms the user's memories hold (what the channel searched for).
+    pub fn terms(&self) -> impl Iterator<Item = &str> {
+        self.terms.iter().map(|(t, _)| t.as_str())
+    }
+}
+
 /// What the keyword channel may see: always one tenant and one user.
 #[derive(Debug, Clone)]
 pub struct KeywordQuery<'a> {
@@ -43,6 +81,7 @@ pub struct KeywordQuery<'a> {
     /// Memory statuses searched; never empty.
     pub statuses: &'a [String],
     pub limit: usize,
+    pub matching: terms::Matching,
 }
 
 /// Per query term the user has: the user's memory count and total terms
@@ -52,13 +91,10 @@ type TermStats = (i64, i64, Option<String>, Option<i64>);
 
 impl Store {
     /// The user's memories sharing terms with the query, best BM25 first.
-    pub async fn keyword_search(
-        &self,
-        q: &KeywordQuery<'_>,
-    ) -> Result<Vec<KeywordHit>, StoreError> {
-        let query_terms = terms::distinct_terms(q.text);
+    pub async fn keyword_search(&self, q: &KeywordQuery<'_>) -> Result<KeywordAnswer, StoreError> {
+        let query_terms = terms::query_terms(q.text, q.matching);
         if query_terms.is_empty() || q.limit == 0 {
-            return Ok(Vec::new());
+            return Ok(KeywordAnswer::default());
         }
         // Every condition on memory_terms names its key's three columns, so
         // that even a generic plan with stale statistics (after a bulk load)
@@ -77,7 +113,7 @@ impl Store {
         .await?;
         let n = stats.first().map_or(0, |s| s.0);
         if n <= 0 {
-            return Ok(Vec::new());
+            return Ok(KeywordAnswer::default());
         }
         let total = stats.first().map_or(0, |s| s.1);
         let avgdl = (total as f64 / n as f64).max(1.0);
@@ -89,7 +125,7 @@ impl Store {
         // of equal frequency are chosen as candidates in the order asked.
         known.sort_by_key(|(t, _)| query_terms.iter().position(|q| q == t));
         if known.is_empty() {
-            return Ok(Vec::new());
+            return Ok(KeywordAnswer::default());
         }
         let idf: Vec<f64> = known
             .iter()
@@ -151,6 +187,10 @@ impl Store {
              ORDER BY score DESC, c.id
              LIMIT $9"
         );
+        let scorer = KeywordScorer {
+            terms: scored.iter().cloned().zip(idf.iter().copied()).collect(),
+            avgdl,
+        };
         let hits = sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(q.tenant)
             .bind(q.user_id)
@@ -164,6 +204,6 @@ impl Store {
             .bind(&candidates)
             .fetch_all(&self.pool)
             .await?;
-        Ok(hits)
+        Ok(KeywordAnswer { hits, scorer })
     }
 }

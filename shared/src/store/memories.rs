@@ -8,7 +8,24 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
-use crate::terms;
+use crate::{terms, turn::TurnContext};
+
+/// The `terms_version` that [`search_terms`] makes (see migration 0006).
+pub const TERMS_VERSION: i16 = 2;
+
+/// What the keyword channel searches a memory by: its content, its entities
+/// and the content of the turn it replied to.
+pub fn search_terms(
+    content: &str,
+    entities: &[impl AsRef<str>],
+    context: Option<&TurnContext>,
+) -> Vec<String> {
+    terms::memory_terms(
+        std::iter::once(content)
+            .chain(entities.iter().map(AsRef::as_ref))
+            .chain(context.map(|c| c.content.as_str())),
+    )
+}
 
 pub type Tx<'a> = Transaction<'a, Postgres>;
 
@@ -22,6 +39,8 @@ pub struct Candidate {
     pub importance: f32,
     pub confidence: f32,
     pub entities: Vec<String>,
+    #[sqlx(json(nullable))]
+    pub context: Option<TurnContext>,
 }
 
 /// A memory as the index needs it.
@@ -65,10 +84,11 @@ pub struct NewMemory {
     pub embedding_model: String,
     pub embedding_version: String,
     pub embedding: Vec<f32>,
+    pub context: Option<TurnContext>,
 }
 
 const CANDIDATE_COLUMNS: &str =
-    "id, content, content_key, embedding, importance, confidence, entities";
+    "id, content, content_key, embedding, importance, confidence, entities, context";
 const INDEXABLE_COLUMNS: &str = "id, tenant, user_id, session_id, kind, fact_type, status, created_at, occurred_at, updated_at, embedding_model, embedding_version, embedding";
 
 /// Serialises dedupe-then-write per (tenant, user) across every persist replica
@@ -139,8 +159,10 @@ pub async fn insert_on(conn: &mut sqlx::PgConnection, m: &NewMemory) -> Result<(
     sqlx::query(
         "INSERT INTO memories (id, tenant, user_id, agent_id, session_id, kind, fact_type, content, content_key,
                                entities, importance, confidence, source_trust, status, occurred_at, valid_from,
-                               expires_at, embedding_model, embedding_version, embedding, terms, index_state)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, 'pending')
+                               expires_at, embedding_model, embedding_version, embedding, terms, context, terms_version,
+                               index_state)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
+                 'pending')
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(m.id)
@@ -163,13 +185,16 @@ pub async fn insert_on(conn: &mut sqlx::PgConnection, m: &NewMemory) -> Result<(
     .bind(&m.embedding_model)
     .bind(&m.embedding_version)
     .bind(&m.embedding)
-    .bind(terms::distinct_terms(&m.content))
+    .bind(search_terms(&m.content, &m.entities, m.context.as_ref()))
+    .bind(m.context.as_ref().map(sqlx::types::Json))
+    .bind(TERMS_VERSION)
     .execute(conn)
     .await?;
     Ok(())
 }
 
-/// Folds a new fact into an existing memory.
+/// Folds a new fact into an existing memory. `terms` are the merged
+/// memory's [`search_terms`]; `context` is kept unless the memory had none.
 #[allow(clippy::too_many_arguments)]
 pub async fn merge(
     tx: &mut Tx<'_>,
@@ -180,12 +205,15 @@ pub async fn merge(
     importance: f32,
     confidence: f32,
     entities: &[String],
+    terms: &[String],
+    context: Option<&TurnContext>,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE memories
          SET content = $2, content_key = $3, terms = $8, embedding = coalesce($4, embedding),
              importance = greatest(importance, $5), confidence = least(1.0, greatest(confidence, $6) + 0.1),
              entities = ARRAY(SELECT DISTINCT unnest(entities || $7::text[])),
+             context = coalesce(context, $9), terms_version = $10,
              updated_at = clock_timestamp(), index_state = 'pending'
          WHERE id = $1",
     )
@@ -196,7 +224,9 @@ pub async fn merge(
     .bind(importance)
     .bind(confidence)
     .bind(entities)
-    .bind(terms::distinct_terms(content))
+    .bind(terms)
+    .bind(context.map(sqlx::types::Json))
+    .bind(TERMS_VERSION)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -257,6 +287,51 @@ pub async fn add_event(
 pub const INDEXED_STATUSES: &[&str] = &["active", "superseded", "quarantined"];
 
 impl Store {
+    /// Rewrites the search terms of up to `limit` memories made by an older
+    /// [`TERMS_VERSION`]; returns how many. Rows another caller is rewriting
+    /// are skipped, so several persist replicas can run this at once.
+    pub async fn upgrade_terms(&self, limit: i64) -> Result<usize, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        type Texts = (
+            Uuid,
+            String,
+            Vec<String>,
+            Option<sqlx::types::Json<TurnContext>>,
+        );
+        let rows: Vec<Texts> = sqlx::query_as(
+            "SELECT id, content, entities, context FROM memories
+                 WHERE terms_version < $1 LIMIT $2 FOR UPDATE SKIP LOCKED",
+        )
+        .bind(TERMS_VERSION)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
+        // One array element per row; Postgres arrays of arrays must be rectangular.
+        let terms: Vec<String> = rows
+            .iter()
+            .map(|(_, content, entities, context)| {
+                search_terms(content, entities, context.as_ref().map(|c| &c.0)).join("\u{1f}")
+            })
+            .collect();
+        // The terms feed only the keyword channel: updated_at and the index stay as they are.
+        sqlx::query(
+            "UPDATE memories m SET terms = string_to_array(r.terms, chr(31)), terms_version = $3
+             FROM UNNEST($1::uuid[], $2::text[]) AS r(id, terms)
+             WHERE m.id = r.id",
+        )
+        .bind(&ids)
+        .bind(&terms)
+        .bind(TERMS_VERSION)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(rows.len())
+    }
+
     /// Memories by id, as the index needs them.
     pub async fn indexable(&self, ids: &[Uuid]) -> Result<Vec<Indexable>, StoreError> {
         let sql = format!(

@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
+use crate::turn::TurnContext;
 
 /// The structured filters of a recall; empty fields filter nothing.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -55,11 +56,24 @@ pub struct MemoryRow {
     pub access_count: i32,
     /// Source turn ids, oldest first.
     pub provenance: Vec<String>,
+    /// The turn the memory's first source turn replied to.
+    #[sqlx(json(nullable))]
+    pub context: Option<TurnContext>,
+}
+
+/// A candidate row as recall scores it: the memory, and what the signals
+/// that did not propose it need to score it all the same.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RecallRow {
+    #[sqlx(flatten)]
+    pub memory: MemoryRow,
+    pub terms: Vec<String>,
+    pub embedding: Option<Vec<f32>>,
 }
 
 pub(crate) const MEMORY_ROW_COLUMNS: &str = "m.id, m.user_id, m.session_id, m.kind, m.fact_type, m.content, m.entities,
     m.importance, m.confidence, m.source_trust, m.status, m.superseded_by, m.occurred_at, m.valid_from, m.created_at,
-    m.updated_at, m.last_accessed_at, m.access_count,
+    m.updated_at, m.last_accessed_at, m.access_count, m.context,
     coalesce((SELECT array_agg(s.turn_id ORDER BY s.added_at, s.turn_id) FROM memory_sources s WHERE s.memory_id = m.id), '{}') AS provenance";
 
 /// The filter clauses over `m`, with parameters $4 (session), $5 (types),
@@ -74,9 +88,19 @@ const FILTER_CLAUSES: &str = "($4::text IS NULL OR m.session_id = $4)
 /// own name): the entity channel leaves them to the other channels.
 pub const ENTITY_SELECTIVITY: i64 = 200;
 
+/// The entity channel's answer: its memories, and the query's entities it
+/// looked up (those that single something out), which score any memory.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EntityAnswer {
+    pub ids: Vec<Uuid>,
+    pub entities: Vec<String>,
+}
+
 impl Store {
     /// The given memories of one user, in the statuses asked for and within
-    /// the filters; ids outside that scope are silently absent.
+    /// the filters, with their terms, and their embeddings where `with_vector`
+    /// names them (reading a vector costs: only those not already scored by
+    /// the index); ids outside that scope are silently absent.
     pub async fn recall_rows(
         &self,
         tenant: &str,
@@ -84,12 +108,15 @@ impl Store {
         statuses: &[String],
         filters: &Filters,
         ids: &[Uuid],
-    ) -> Result<Vec<MemoryRow>, StoreError> {
+        with_vector: &[Uuid],
+    ) -> Result<Vec<RecallRow>, StoreError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT {MEMORY_ROW_COLUMNS} FROM memories m
+            "SELECT {MEMORY_ROW_COLUMNS}, m.terms,
+                    CASE WHEN m.id = ANY($9) THEN m.embedding END AS embedding
+             FROM memories m
              WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($3) AND {FILTER_CLAUSES}
                AND m.id = ANY($8)"
         );
@@ -102,8 +129,28 @@ impl Store {
             .bind(filters.occurred_from)
             .bind(filters.occurred_to)
             .bind(ids)
+            .bind(with_vector)
             .fetch_all(&self.pool)
             .await?)
+    }
+
+    /// The embeddings of these memories of one tenant, by id.
+    pub async fn embeddings(
+        &self,
+        tenant: &str,
+        ids: &[Uuid],
+    ) -> Result<std::collections::HashMap<Uuid, Vec<f32>>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let rows: Vec<(Uuid, Vec<f32>)> = sqlx::query_as(
+            "SELECT id, embedding FROM memories WHERE tenant = $1 AND id = ANY($2) AND embedding IS NOT NULL",
+        )
+        .bind(tenant)
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().collect())
     }
 
     /// The structured-filter channel: the user's memories within the
@@ -146,9 +193,9 @@ impl Store {
         statuses: &[String],
         entities: &[String],
         limit: usize,
-    ) -> Result<Vec<Uuid>, StoreError> {
+    ) -> Result<EntityAnswer, StoreError> {
         if entities.is_empty() || limit == 0 {
-            return Ok(Vec::new());
+            return Ok(EntityAnswer::default());
         }
         let counts: Vec<(String, i64)> = sqlx::query_as(
             "SELECT e, (SELECT count(*) FROM (
@@ -170,9 +217,9 @@ impl Store {
             .map(|(e, _)| e)
             .collect();
         if selective.is_empty() {
-            return Ok(Vec::new());
+            return Ok(EntityAnswer::default());
         }
-        Ok(sqlx::query_scalar(
+        let ids = sqlx::query_scalar(
             "SELECT m.id FROM memories m
              WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($3) AND m.entities && $4::text[]
              ORDER BY (SELECT count(*) FROM unnest(m.entities) AS x WHERE x = ANY($4)) DESC,
@@ -185,7 +232,11 @@ impl Store {
         .bind(&selective)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
-        .await?)
+        .await?;
+        Ok(EntityAnswer {
+            ids,
+            entities: selective,
+        })
     }
 
     /// Counts one access of each memory, now.

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::{Store, StoreError};
+use crate::turn::TurnContext;
 
 /// Separates flags inside one array element on the way into `UNNEST`
 /// (Postgres arrays of arrays must be rectangular).
@@ -107,6 +108,48 @@ impl Store {
         Ok(rows
             .into_iter()
             .map(|(t, s, p, c)| ((t, s, p), c))
+            .collect())
+    }
+
+    /// For each `(tenant, session, stream sequence)`, the session's latest
+    /// kept, unquarantined turn before that sequence (with its own sequence):
+    /// what a turn there replies to. Keys without one are absent.
+    pub async fn previous_kept(
+        &self,
+        keys: &[(String, String, i64)],
+    ) -> Result<HashMap<(String, String, i64), (i64, TurnContext)>, StoreError> {
+        if keys.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut tenants = Vec::with_capacity(keys.len());
+        let mut sessions = Vec::with_capacity(keys.len());
+        let mut seqs = Vec::with_capacity(keys.len());
+        for (t, s, q) in keys {
+            tenants.push(t.as_str());
+            sessions.push(s.as_str());
+            seqs.push(*q);
+        }
+        let rows: Vec<(String, String, i64, i64, String, String, String)> = sqlx::query_as(
+            "SELECT k.tenant, k.session_id, k.seq, p.stream_seq, p.turn_id, p.speaker, p.content
+             FROM UNNEST($1::text[], $2::text[], $3::bigint[]) AS k(tenant, session_id, seq)
+             CROSS JOIN LATERAL (
+                 SELECT t.stream_seq, t.turn_id, t.speaker, t.content FROM turns t
+                 WHERE t.tenant = k.tenant AND t.session_id = k.session_id
+                   AND t.fate = 'kept' AND t.stream_seq < k.seq AND NOT t.quarantine
+                 ORDER BY t.stream_seq DESC
+                 LIMIT 1
+             ) p",
+        )
+        .bind(&tenants)
+        .bind(&sessions)
+        .bind(&seqs)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(t, s, q, at, id, speaker, content)| {
+                ((t, s, q), (at, TurnContext::new(&id, &speaker, &content)))
+            })
             .collect())
     }
 

@@ -4,7 +4,7 @@
 //! cut into clauses, in the third person, with absolute dates.
 
 pub mod classify;
-pub mod dates;
+pub use hindsight_shared::dates;
 pub mod pronouns;
 pub mod sentences;
 
@@ -188,7 +188,12 @@ pub fn extract(kept: &KeptTurn) -> Vec<Draft> {
         } else {
             sentences::english_clauses(&sentence)
         };
-        clauses.extend(pieces.into_iter().map(|p| (p, question)));
+        clauses.extend(
+            pieces
+                .into_iter()
+                .filter(|p| !is_only_reminder(p))
+                .map(|p| (p, question)),
+        );
     }
     // A question says little about the speaker when the turn also states
     // something; alone, it is kept as what the speaker asked.
@@ -228,14 +233,15 @@ fn draft(kept: &KeptTurn, clause: &str, question: bool, emphasised: bool) -> Dra
     } else {
         classify::importance(clause, fact_type, emphasised)
     };
-    let resolved = dates::resolve(clause, turn.ts);
-    let third = pronouns::third_person_text(&resolved.text, &turn.speaker);
+    let speaker = written_name(&turn.speaker);
+    let resolved = dates::resolve(strip_reminder(clause), turn.ts);
+    let third = pronouns::third_person_text(&resolved.text, &speaker);
     let content = if question {
-        format!("{} asked: {}", turn.speaker, third)
+        format!("{speaker} asked: {third}")
     } else {
         capitalise(third.trim().trim_end_matches([',', '，', ';']))
     };
-    let mut entities = vec![turn.speaker.clone()];
+    let mut entities = vec![speaker];
     for e in classify::entities(clause) {
         if !entities.iter().any(|x| x.eq_ignore_ascii_case(&e)) {
             entities.push(e);
@@ -258,6 +264,43 @@ fn draft(kept: &KeptTurn, clause: &str, question: bool, emphasised: bool) -> Dra
         confidence: None,
         occurred_at,
         valid_until,
+    }
+}
+
+/// The speaker's name as a fact writes it: a name given in lower case (a user
+/// id such as `alice` standing in for one) starts with a capital.
+pub fn written_name(speaker: &str) -> String {
+    if speaker.len() > 1 && speaker.bytes().all(|b| b.is_ascii_lowercase()) {
+        capitalise(speaker)
+    } else {
+        speaker.to_string()
+    }
+}
+
+/// "Please remember that…", "Note:", "别忘了，…" ask to remember what
+/// follows (the importance says so); the fact is what follows.
+static REMINDER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)^\s*(?:(?:please|pls|and|also|oh),?\s+)*(?:remember|note|keep in mind|don't forget|do not forget|never forget|just so you know|fyi|for the record)(?:\s+(?:this|that))?(?:\s*[:,\-–—]\s*|\s+)|^\s*(?:请)?(?:记住|记得|别忘了|不要忘记|请注意|注意)[：:，,]?\s*",
+    )
+    .unwrap_or_else(|e| panic!("reminder pattern: {e}"))
+});
+
+/// A clause that only asks to remember ("请记住", "Remember this:"), the rest said apart.
+fn is_only_reminder(clause: &str) -> bool {
+    REMINDER.find(clause).is_some_and(|m| {
+        clause[m.end()..]
+            .trim_matches(|c: char| {
+                c.is_whitespace() || c.is_ascii_punctuation() || "，。：！".contains(c)
+            })
+            .is_empty()
+    })
+}
+
+fn strip_reminder(clause: &str) -> &str {
+    match REMINDER.find(clause) {
+        Some(m) if !clause[m.end()..].trim().is_empty() => &clause[m.end()..],
+        _ => clause,
     }
 }
 
@@ -320,6 +363,7 @@ mod tests {
             trust: Trust::High,
             quarantine: false,
             flags: vec![],
+            context: None,
         }
     }
 
@@ -457,6 +501,39 @@ mod tests {
             "I went home\n;;;;;;;;;;;;;;;;;;;;;;;;\nand slept",
         ));
         assert!(facts.iter().all(|f| !f.content.is_empty()), "{facts:?}");
+    }
+
+    #[test]
+    fn facts_read_as_a_careful_person_writes_them() {
+        let facts = extract(&kept("alice", "I now work at Siemens."));
+        assert_eq!(facts[0].content, "Alice now works at Siemens.");
+        assert_eq!(facts[0].entities[0], "Alice");
+        for (text, expected) in [
+            (
+                "Please remember that my locker code is 4412.",
+                "Jo's locker code is 4412.",
+            ),
+            (
+                "Remember this: I'm allergic to peanuts.",
+                "Jo is allergic to peanuts.",
+            ),
+            ("Note that I never eat pork", "Jo never eats pork"),
+            (
+                "Don't forget, I cherish my weekends",
+                "Jo cherishes Jo's weekends",
+            ),
+        ] {
+            let facts = extract(&kept("Jo", text));
+            assert_eq!(facts[0].content, expected, "{text}");
+        }
+        let zh = extract(&kept("小王", "请记住，我对花生过敏"));
+        assert_eq!(zh[0].content, "小王对花生过敏");
+        // A speaker's own spelling is kept.
+        assert!(
+            extract(&kept("McKenzie", "I paint on Sundays"))[0]
+                .content
+                .starts_with("McKenzie paints")
+        );
     }
 
     #[test]

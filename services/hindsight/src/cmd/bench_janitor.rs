@@ -20,7 +20,7 @@ use std::{collections::BTreeMap, time::Instant};
 use chrono::{DateTime, Duration, Utc};
 use futures::{StreamExt, TryStreamExt};
 use hindsight_janitor::{Outcome, RunRequest, Trigger, counts::StepCounts};
-use hindsight_shared::{dedupe, service::Context, terms};
+use hindsight_shared::{dedupe, service::Context, store::memories};
 use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -572,7 +572,8 @@ impl Generator {
             b.kinds.push(m.kind);
             b.fact_types.push(m.fact_type);
             b.keys.push(dedupe::content_key(&m.content));
-            b.terms.push(terms::distinct_terms(&m.content).join(&sep));
+            b.terms
+                .push(memories::search_terms(&m.content, &m.entities, None).join(&sep));
             b.contents.push(m.content);
             b.entities.push(m.entities.join(&sep));
             b.importance.push(m.importance);

@@ -16,7 +16,7 @@ use std::{
 
 use hindsight_index::{Collection, Payload, Point, VectorIndex};
 use hindsight_recall::{RecallRequest, Timings};
-use hindsight_shared::{dedupe, service::Context, terms};
+use hindsight_shared::{dedupe, service::Context, store::memories};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -216,6 +216,7 @@ async fn measure(ctx: &Context, memories: usize, queries: usize) -> anyhow::Resu
         ("keyword", split(|t| t.keyword)),
         ("entity", split(|t| t.entity)),
         ("rows", split(|t| t.rows)),
+        ("second_hop", split(|t| t.second_hop)),
         ("rank", split(|t| t.rank)),
     ]
     .into_iter()
@@ -259,15 +260,20 @@ async fn insert(
     // Postgres cannot unnest a ragged array of terms: pass them joined.
     let terms: Vec<String> = contents
         .iter()
-        .map(|c| terms::distinct_terms(c).join("\u{1f}"))
+        .map(|c| memories::search_terms(c, &[] as &[&str], None).join("\u{1f}"))
         .collect();
+    // The vectors go in as one flat array, sliced per row (as persist stores
+    // them: recall reads them back to score every candidate).
+    let dimension = rows.first().map_or(0, |r| r.3.len());
+    let vectors: Vec<f32> = rows.iter().flat_map(|r| r.3.iter().copied()).collect();
     sqlx::query(
         "INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, importance,
                                confidence, source_trust, status, embedding_model, embedding_version,
-                               terms, index_state)
+                               terms, index_state, embedding)
          SELECT r.id, $1, r.u, 'semantic', 'fact', r.c, r.k, r.i, 0.8, 'high', 'active', $6, $7,
-                string_to_array(r.t, chr(31)), 'indexed'
-         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $8::real[], $9::text[]) AS r(id, u, c, k, i, t)",
+                string_to_array(r.t, chr(31)), 'indexed', ($10::real[])[(r.n - 1) * $11 + 1 : r.n * $11]
+         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $8::real[], $9::text[])
+              WITH ORDINALITY AS r(id, u, c, k, i, t, n)",
     )
     .bind(TENANT)
     .bind(&ids)
@@ -278,6 +284,8 @@ async fn insert(
     .bind(&model.version)
     .bind(&importance)
     .bind(&terms)
+    .bind(&vectors)
+    .bind(i32::try_from(dimension).unwrap_or(i32::MAX))
     .execute(&ctx.store.pool)
     .await?;
     sqlx::query(

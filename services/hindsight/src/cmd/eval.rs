@@ -44,10 +44,21 @@ pub enum Command {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
-        /// Also score the same questions under a few other recall settings
-        /// (weights, spreading sources), for tuning; printed to stderr and under `sweep`.
+        /// Also score the same questions with each recall technique switched
+        /// (fusion, weights, stemming, time boost, second hop, spreading
+        /// sources, each signal alone, recall as it was before them), and with
+        /// fact context switched on a second ingest; printed to stderr and under `sweep`.
         #[arg(long)]
         sweep: bool,
+        /// Only these conversations (`sample_id`s, comma-separated), e.g. to
+        /// tune on some and confirm on the others.
+        #[arg(long, value_delimiter = ',')]
+        conversations: Vec<String>,
+        /// Also score the same questions with these recall settings
+        /// (`HINDSIGHT_RECALL_*=value` pairs separated by spaces, over the
+        /// environment), on the same ingest; repeatable. For tuning.
+        #[arg(long = "try", value_name = "SETTINGS")]
+        tries: Vec<String>,
     },
 }
 
@@ -74,11 +85,13 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             k,
             json,
             sweep,
+            conversations,
+            tries,
         } => {
             if !(1..=50).contains(&k) {
                 anyhow::bail!("--k must be between 1 and 50");
             }
-            let report = super::locomo_eval::run(&path, k, sweep).await?;
+            let report = super::locomo_eval::run(&path, k, sweep, &conversations, &tries).await?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
@@ -162,6 +175,7 @@ fn extraction(path: &std::path::Path, sample: usize) -> anyhow::Result<Extractio
             trust,
             quarantine: verdict.quarantine,
             flags: verdict.flags,
+            context: None,
         };
         let drafts = rules::extract(&kept);
         if kept_count <= sample {

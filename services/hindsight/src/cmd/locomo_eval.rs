@@ -10,9 +10,12 @@ use std::{
 
 use hindsight_recall::{RecallRequest, Recaller};
 use hindsight_shared::{
-    recall::fusion::Weights,
+    Config,
+    config::{RecallConfig, SIGNALS},
+    recall::fusion::Method,
     sandbox::Sandbox,
     service::{self, Context},
+    terms::Matching,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -46,9 +49,50 @@ pub struct Report {
     pub recall_p99_ms: f64,
     /// Answers that came without the dense channel (should be 0).
     pub degraded: usize,
-    /// With `--sweep`: the same questions under other recall settings.
+    /// The conversations asked about (all of the file's unless `--conversations`).
+    pub conversations: Vec<String>,
+    /// The settings the scores above were measured with.
+    pub settings: Settings,
+    /// With `--sweep`: the same questions under other settings, one technique
+    /// switched at a time.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sweep: Vec<Variant>,
+    /// With `--try`: the same questions under the recall settings given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tried: Vec<Variant>,
+}
+
+/// The settings that decide recall quality, as the report names them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    pub fact_context: bool,
+    pub fusion: &'static str,
+    /// dense, keyword, filter, entity.
+    pub signal_weights: BTreeMap<&'static str, f64>,
+    /// relevance, recency, importance, access.
+    pub score_weights: [f64; 4],
+    pub time_boost: f64,
+    pub second_hop: f64,
+    pub matching: &'static str,
+    pub spread_sources: bool,
+}
+
+impl Settings {
+    fn of(recall: &RecallConfig, fact_context: bool, spread_sources: bool) -> Self {
+        Self {
+            fact_context,
+            fusion: recall.fusion.as_str(),
+            signal_weights: SIGNALS.iter().copied().zip(recall.signal_weights).collect(),
+            score_weights: recall.weights,
+            time_boost: recall.time_boost,
+            second_hop: recall.second_hop,
+            matching: match recall.matching {
+                Matching::Stems => "stems",
+                Matching::Words => "words",
+            },
+            spread_sources,
+        }
+    }
 }
 
 /// One setting of a sweep and its scores.
@@ -57,6 +101,8 @@ pub struct Variant {
     pub name: String,
     #[serde(flatten)]
     pub scores: Scores,
+    pub per_category: BTreeMap<u8, Scores>,
+    pub settings: Settings,
 }
 
 #[derive(Default)]
@@ -93,109 +139,295 @@ fn recall_at(evidence: &[String], provenance: &[Vec<String>], k: usize) -> f64 {
     hit as f64 / evidence.len().max(1) as f64
 }
 
-pub async fn run(path: &Path, k: usize, sweep: bool) -> anyhow::Result<Report> {
-    let data = locomo::load(path)?;
+/// A recall setting the sweep compares with the defaults: one technique switched.
+struct Switch {
+    name: &'static str,
+    change: fn(&mut RecallConfig, &mut bool),
+}
+
+/// Each technique switched off (or, for one that is off by default, on),
+/// then the recall of before this work, all on the same ingest.
+const SWITCHES: &[Switch] = &[
+    Switch {
+        name: "fusion by RRF instead of by score",
+        change: |c, _| c.fusion = Method::Rrf,
+    },
+    Switch {
+        name: "signal weights all equal",
+        change: |c, _| c.signal_weights = [1.0; 4],
+    },
+    Switch {
+        name: "score weights 0.5,0.2,0.2,0.1 (relevance no longer dominant)",
+        change: |c, _| c.weights = [0.5, 0.2, 0.2, 0.1],
+    },
+    Switch {
+        name: "relevance only (no recency, importance, use)",
+        change: |c, _| c.weights = [1.0, 0.0, 0.0, 0.0],
+    },
+    Switch {
+        name: "words as written (no stemming)",
+        change: |c, _| c.matching = Matching::Words,
+    },
+    Switch {
+        name: "without the time boost",
+        change: |c, _| c.time_boost = 0.0,
+    },
+    Switch {
+        name: "second hop switched (on at 0.15 if off, else off)",
+        change: |c, _| c.second_hop = if c.second_hop > 0.0 { 0.0 } else { 0.15 },
+    },
+    Switch {
+        name: "without spreading sources",
+        change: |_, spread| *spread = false,
+    },
+    Switch {
+        name: "without the entity signal",
+        change: |c, _| c.signal_weights[3] = 0.0,
+    },
+    Switch {
+        name: "dense signal only",
+        change: |c, _| c.signal_weights = [1.0, 0.0, 0.0, 0.0],
+    },
+    Switch {
+        name: "keyword signal only",
+        change: |c, _| c.signal_weights = [0.0, 1.0, 0.0, 0.0],
+    },
+    Switch {
+        name: "recall as before this work (RRF, 0.5/0.2/0.2/0.1, words, no time boost, no second hop)",
+        change: |c, _| {
+            c.fusion = Method::Rrf;
+            c.signal_weights = [1.0; 4];
+            c.weights = [0.5, 0.2, 0.2, 0.1];
+            c.matching = Matching::Words;
+            c.time_boost = 0.0;
+            c.second_hop = 0.0;
+        },
+    },
+];
+
+/// Recall settings read from `NAME=value` pairs (separated by spaces) over
+/// the process environment, as `--try` takes them.
+pub fn tried_config(assignments: &str) -> anyhow::Result<RecallConfig> {
+    let mut overrides = std::collections::HashMap::new();
+    for pair in assignments.split_whitespace() {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--try {pair:?}: expected NAME=value"))?;
+        if !name.starts_with("HINDSIGHT_RECALL_") {
+            anyhow::bail!(
+                "--try {name}: only recall settings (HINDSIGHT_RECALL_*) can be tried on one ingest"
+            );
+        }
+        overrides.insert(name.to_string(), value.to_string());
+    }
+    let config =
+        Config::from_lookup(|k| overrides.get(k).cloned().or_else(|| std::env::var(k).ok()))?;
+    Ok(config.recall)
+}
+
+pub async fn run(
+    path: &Path,
+    k: usize,
+    sweep: bool,
+    conversations: &[String],
+    tries: &[String],
+) -> anyhow::Result<Report> {
+    let mut data = locomo::load(path)?;
+    if !conversations.is_empty() {
+        data = data.only(conversations)?;
+    }
+    let tried: Vec<(String, RecallConfig)> = tries
+        .iter()
+        .map(|t| Ok((t.clone(), tried_config(t)?)))
+        .collect::<anyhow::Result<_>>()?;
     let base = super::setup()?;
-    let sandbox = Sandbox::new(&base, "eval");
-    let ctx = Context::boot(sandbox.config.clone()).await?;
-    let shutdown = CancellationToken::new();
-    let result = evaluate(&ctx, &data, k, sweep, &shutdown).await;
-    shutdown.cancel();
-    sandbox.remove(&ctx.bus).await?;
-    result
+    let ingest = Ingest::start(&base, &data, base.fact_context).await?;
+    let result = evaluate(&ingest, &data, k, sweep, &tried).await;
+    ingest.stop().await?;
+    let mut report = result?;
+    if sweep {
+        // Facts keep their context at ingest: the switch needs an ingest of its own.
+        let fact_context = !base.fact_context;
+        let other = Ingest::start(&base, &data, fact_context).await?;
+        let result = ask(&other.recaller, &data, k, other.seconds).await;
+        other.stop().await?;
+        let r = result?;
+        let name = if fact_context {
+            "with fact context (a second ingest)"
+        } else {
+            "without fact context (a second ingest)"
+        };
+        eprintln!(
+            "sweep: {name}: recall@5 {:.3}, recall@10 {:.3}, words@10 {:.0}",
+            r.overall.recall_5, r.overall.recall_10, r.overall.words_10
+        );
+        report.sweep.push(Variant {
+            name: name.into(),
+            scores: r.overall,
+            per_category: r.per_category,
+            settings: Settings::of(&base.recall, fact_context, true),
+        });
+    }
+    report.settings = Settings::of(&base.recall, base.fact_context, true);
+    Ok(report)
+}
+
+/// The pipeline running in a sandbox of its own, with every turn of the data
+/// ingested, and a recaller over it.
+struct Ingest {
+    sandbox: Sandbox,
+    ctx: Context,
+    shutdown: CancellationToken,
+    running: Option<service::Running>,
+    recaller: Recaller,
+    seconds: f64,
+}
+
+impl Ingest {
+    async fn start(
+        base: &Config,
+        data: &locomo::Dataset,
+        fact_context: bool,
+    ) -> anyhow::Result<Self> {
+        let mut config = base.clone();
+        config.fact_context = fact_context;
+        let sandbox = Sandbox::new(&config, "eval");
+        let ctx = Context::boot(sandbox.config.clone()).await?;
+        let shutdown = CancellationToken::new();
+        match Self::ingest(&ctx, data, &shutdown).await {
+            Ok((running, recaller, seconds)) => Ok(Self {
+                sandbox,
+                ctx,
+                shutdown,
+                running: Some(running),
+                recaller,
+                seconds,
+            }),
+            Err(e) => {
+                shutdown.cancel();
+                sandbox.remove(&ctx.bus).await?;
+                Err(e)
+            }
+        }
+    }
+
+    async fn ingest(
+        ctx: &Context,
+        data: &locomo::Dataset,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<(service::Running, Recaller, f64)> {
+        let index = hindsight_index::open(&ctx.config)?;
+        let tasks = stages::tasks_with_index(stages::PIPELINE, ctx, Some(index.clone())).await?;
+        let running = service::start(ctx, tasks, shutdown.clone()).await?;
+        running.readiness.wait().await;
+        let started = Instant::now();
+        publish_all(
+            ctx,
+            locomo::TENANT,
+            data.turns.iter().map(|t| {
+                (
+                    format!("{}:{}", locomo::TENANT, t.qualified_id()),
+                    t.envelope(),
+                )
+            }),
+        )
+        .await?;
+        until("every LoCoMo turn persisted and searchable", async || {
+            Ok(ctx.store.drained(data.turns.len()).await?)
+        })
+        .await?;
+        let seconds = started.elapsed().as_secs_f64();
+        tracing::info!(
+            ingest_seconds = seconds,
+            "ingest done; asking the questions"
+        );
+        // Questions do not count as accesses: each would change the next one's scores.
+        let recaller = hindsight_gateway::recaller(ctx, Some(index))
+            .await?
+            .recording_access(false);
+        Ok((running, recaller, seconds))
+    }
+
+    async fn stop(self) -> anyhow::Result<()> {
+        let Self {
+            sandbox,
+            ctx,
+            shutdown,
+            running,
+            recaller,
+            ..
+        } = self;
+        shutdown.cancel();
+        if let Some(running) = running {
+            running.wait().await?;
+        }
+        // The recaller holds the embedded index, which flushes to the data
+        // directory when it is dropped: before the directory goes.
+        drop(recaller);
+        sandbox.remove(&ctx.bus).await?;
+        Ok(())
+    }
 }
 
 async fn evaluate(
-    ctx: &Context,
+    ingest: &Ingest,
     data: &locomo::Dataset,
     k: usize,
     sweep: bool,
-    shutdown: &CancellationToken,
+    tried: &[(String, RecallConfig)],
 ) -> anyhow::Result<Report> {
-    let index = hindsight_index::open(&ctx.config)?;
-    let tasks = stages::tasks_with_index(stages::PIPELINE, ctx, Some(index.clone())).await?;
-    let running = service::start(ctx, tasks, shutdown.clone()).await?;
-    running.readiness.wait().await;
-
-    let started = Instant::now();
-    publish_all(
-        ctx,
-        locomo::TENANT,
-        data.turns.iter().map(|t| {
-            (
-                format!("{}:{}", locomo::TENANT, t.qualified_id()),
-                t.envelope(),
-            )
-        }),
-    )
-    .await?;
-    until("every LoCoMo turn persisted and searchable", async || {
-        Ok(ctx.store.drained(data.turns.len()).await?)
-    })
-    .await?;
-    let ingest_seconds = started.elapsed().as_secs_f64();
-    tracing::info!(ingest_seconds, "ingest done; asking the questions");
-
-    // Questions do not count as accesses: each would change the next one's scores.
-    let recaller = hindsight_gateway::recaller(ctx, Some(index))
-        .await?
-        .recording_access(false);
-    let report = ask(&recaller, data, k, ingest_seconds).await;
-    let mut variants = Vec::new();
-    if sweep && report.is_ok() {
-        let w = recaller.weights();
-        let relevance = Weights {
-            relevance: 1.0,
-            recency: 0.0,
-            importance: 0.0,
-            access: 0.0,
-            ..w
-        };
-        let settings = [
-            ("without spreading sources", w, false, [true; 4]),
-            ("relevance only", relevance, true, [true; 4]),
-            (
-                "dense only, relevance only",
-                relevance,
-                true,
-                [true, false, false, false],
-            ),
-            (
-                "keyword only, relevance only",
-                relevance,
-                true,
-                [false, true, false, false],
-            ),
-            (
-                "without the entity channel",
-                w,
-                true,
-                [true, true, true, false],
-            ),
-        ];
-        for (name, weights, spread, channels) in settings {
+    let recaller = &ingest.recaller;
+    let mut report = ask(recaller, data, k, ingest.seconds).await?;
+    for (name, config) in tried {
+        let r = ask(
+            &recaller.clone().with_config(config.clone()),
+            data,
+            k,
+            ingest.seconds,
+        )
+        .await?;
+        eprintln!(
+            "try: {name}: recall@5 {:.3}, recall@10 {:.3}, words@10 {:.0}; per category recall@10 {}",
+            r.overall.recall_5,
+            r.overall.recall_10,
+            r.overall.words_10,
+            r.per_category
+                .iter()
+                .map(|(c, s)| format!("{c}: {:.3}", s.recall_10))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        report.tried.push(Variant {
+            name: name.clone(),
+            scores: r.overall,
+            per_category: r.per_category,
+            settings: Settings::of(config, ingest.ctx.config.fact_context, true),
+        });
+    }
+    if sweep {
+        for switch in SWITCHES {
+            let mut config = recaller.config().clone();
+            let mut spread = true;
+            (switch.change)(&mut config, &mut spread);
             let variant = recaller
                 .clone()
-                .with_weights(weights)
-                .spreading_sources(spread)
-                .with_channels(channels);
-            let r = ask(&variant, data, k, ingest_seconds).await?;
+                .with_config(config.clone())
+                .spreading_sources(spread);
+            let r = ask(&variant, data, k, ingest.seconds).await?;
             eprintln!(
-                "sweep: {name}: recall@5 {:.3}, recall@10 {:.3}, words@10 {:.0}",
-                r.overall.recall_5, r.overall.recall_10, r.overall.words_10
+                "sweep: {}: recall@5 {:.3}, recall@10 {:.3}, words@10 {:.0}",
+                switch.name, r.overall.recall_5, r.overall.recall_10, r.overall.words_10
             );
-            variants.push(Variant {
-                name: name.to_string(),
+            report.sweep.push(Variant {
+                name: switch.name.to_string(),
                 scores: r.overall,
+                per_category: r.per_category,
+                settings: Settings::of(&config, ingest.ctx.config.fact_context, spread),
             });
         }
     }
-    shutdown.cancel();
-    running.wait().await?;
-    let mut report = report?;
-    report.sweep = variants;
     report.memories = sqlx::query_scalar("SELECT count(*) FROM memories")
-        .fetch_one(&ctx.store.pool)
+        .fetch_one(&ingest.ctx.store.pool)
         .await?;
     Ok(report)
 }
@@ -230,11 +462,17 @@ async fn ask(
             .iter()
             .map(|m| m.provenance.clone())
             .collect();
+        // What the reader is given: each memory's content and its context.
         let words: usize = answer
             .memories
             .iter()
             .take(10)
-            .map(|m| m.content.split_whitespace().count())
+            .map(|m| {
+                m.content.split_whitespace().count()
+                    + m.context
+                        .as_deref()
+                        .map_or(0, |c| c.split_whitespace().count())
+            })
             .sum();
         let (r5, r10) = (
             recall_at(&evidence, &provenance, 5),
@@ -247,6 +485,8 @@ async fn ask(
             .add(r5, r10, words as f64);
     }
     latencies.sort_by(f64::total_cmp);
+    let mut conversations: Vec<String> = data.questions.iter().map(|q| q.user_id.clone()).collect();
+    conversations.dedup();
     Ok(Report {
         overall: all.scores(),
         per_category: per_category.iter().map(|(c, s)| (*c, s.scores())).collect(),
@@ -257,7 +497,10 @@ async fn ask(
         recall_p50_ms: percentile(&latencies, 0.5),
         recall_p99_ms: percentile(&latencies, 0.99),
         degraded,
+        conversations,
+        settings: Settings::of(recaller.config(), true, true),
         sweep: Vec::new(),
+        tried: Vec::new(),
     })
 }
 

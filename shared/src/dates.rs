@@ -16,7 +16,7 @@ pub struct Span {
 }
 
 impl Span {
-    fn day(d: NaiveDate) -> Self {
+    pub fn day(d: NaiveDate) -> Self {
         Self { start: d, end: d }
     }
 }
@@ -28,7 +28,7 @@ pub struct Resolved {
     pub span: Option<Span>,
 }
 
-const MONTHS: [&str; 12] = [
+pub const MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",
@@ -161,14 +161,28 @@ static CHINESE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Resolves relative dates in `text` as seen at `now`.
 pub fn resolve(text: &str, now: DateTime<Utc>) -> Resolved {
+    let (text, spans) = resolve_all(text, now);
+    Resolved {
+        text,
+        span: spans.first().copied(),
+    }
+}
+
+/// The spans of every relative date in `text` as seen at `now`, in order.
+pub fn relative_spans(text: &str, now: DateTime<Utc>) -> Vec<Span> {
+    resolve_all(text, now).1
+}
+
+fn resolve_all(text: &str, now: DateTime<Utc>) -> (String, Vec<Span>) {
     let today = now.date_naive();
-    let mut first: Option<Span> = None;
+    let mut spans: Vec<Span> = Vec::new();
     let english = ENGLISH.replace_all(text, |c: &Captures<'_>| {
         let whole = c.get(0).map(|m| m.as_str()).unwrap_or_default();
+        let start = c.get(0).map_or(0, |m| m.start());
         match english_span(c, today) {
             Some((span, words)) => {
-                first.get_or_insert(span);
-                words
+                spans.push(span);
+                after_preposition(&text[..start], words)
             }
             None => whole.to_string(),
         }
@@ -177,16 +191,37 @@ pub fn resolve(text: &str, now: DateTime<Utc>) -> Resolved {
         let whole = c.get(0).map(|m| m.as_str()).unwrap_or_default();
         match chinese_span(c, today) {
             Some((span, words)) => {
-                first.get_or_insert(span);
+                spans.push(span);
                 words
             }
             None => whole.to_string(),
         }
     });
-    Resolved {
-        text: chinese.into_owned(),
-        span: first,
+    (chinese.into_owned(), spans)
+}
+
+/// Prepositions after which "on 7 May 2023" reads "from 7 May 2023".
+const PREPOSITIONS: &[&str] = &[
+    "from", "since", "until", "till", "by", "of", "before", "after", "during", "on", "in", "for",
+];
+
+/// The absolute words without their own "on"/"in" when the text before
+/// already ends in a preposition ("from last weekend" → "from the weekend of…").
+fn after_preposition(before: &str, words: String) -> String {
+    let previous = before
+        .trim_end()
+        .rsplit(|c: char| !c.is_alphabetic())
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if PREPOSITIONS.contains(&previous.as_str()) {
+        for lead in ["on ", "in "] {
+            if let Some(rest) = words.strip_prefix(lead) {
+                return rest.to_string();
+            }
+        }
     }
+    words
 }
 
 fn english_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
@@ -435,6 +470,19 @@ mod tests {
             "on Monday 15 May 2023"
         );
         assert_eq!(resolve("3 months ago", at(NOW)).text, "in February 2023");
+    }
+
+    #[test]
+    fn a_preposition_before_the_date_is_not_doubled() {
+        assert_eq!(
+            resolve("our latest work from last weekend", at(NOW)).text,
+            "our latest work from the weekend of 6 May 2023"
+        );
+        assert_eq!(resolve("since yesterday", at(NOW)).text, "since 7 May 2023");
+        assert_eq!(
+            resolve("she left yesterday", at(NOW)).text,
+            "she left on 7 May 2023"
+        );
     }
 
     #[test]
