@@ -18,11 +18,3 @@ CREATE INDEX memories_terms_to_upgrade ON memories (terms_version) WHERE terms_v
 -- The filter looks up the turn a new turn replies to: the session's latest
 -- kept turn before it in the stream.
 CREATE INDEX turns_previous_in_session ON turns (tenant, session_id, stream_seq DESC) WHERE fate = 'kept';
-
--- Recall scores every candidate by its vector, so persist's rows carry one
--- (1.5 KB at 384 dimensions). Kept in the row, it makes every row wide, and
--- the keyword channel, which reads the terms of up to 2,000 rows, reads ten
--- times the pages. Out of line, a row is narrow; a vector is read only for
--- the memory that needs it.
-ALTER TABLE memories SET (toast_tuple_target = 512);
-ALTER TABLE memories ALTER COLUMN embedding SET STORAGE EXTERNAL;
