@@ -2,6 +2,7 @@
 //! previous turn in the session), what becomes of it. No I/O here.
 
 pub mod poison;
+pub mod screen;
 pub mod secrets;
 
 use hindsight_shared::{chitchat, turn::Turn};
@@ -26,6 +27,24 @@ pub struct Verdict {
     pub flags: Vec<String>,
 }
 
+/// The poisoning screen's score for a turn and its reasons: the screen's cues
+/// ([`screen::assess`]) and each category of the known attack patterns
+/// ([`poison::screen`]), which count as an order each unless the text reports
+/// an attack.
+pub fn assess(turn: &Turn) -> screen::Assessment {
+    let mut assessment = screen::assess(&turn.content, turn.source);
+    // A reported attack (quoted, "such as…") matches the known patterns too;
+    // it is the report the screen already discounted, not a second order.
+    let reported = assessment.reasons.iter().any(|r| r == "reported");
+    for p in poison::screen(&turn.content) {
+        if !reported {
+            assessment.score += 1.0;
+        }
+        assessment.reasons.push(format!("known:{p}"));
+    }
+    assessment
+}
+
 /// Judges one turn. `previous` is the (redacted) content of the same speaker's
 /// previous turn in the same session, if any.
 pub fn judge(turn: &Turn, previous: Option<&str>) -> Verdict {
@@ -35,9 +54,17 @@ pub fn judge(turn: &Turn, previous: Option<&str>) -> Verdict {
         .iter()
         .map(|k| format!("redacted:{k}"))
         .collect();
-    let poison = poison::screen(&turn.content);
-    let quarantine = !poison.is_empty();
-    flags.extend(poison.iter().map(|p| format!("poison:{p}")));
+    let assessment = assess(turn);
+    let quarantine = assessment.score >= screen::DEFAULT_THRESHOLD;
+    if quarantine {
+        flags.push(format!("screen:{:.2}", assessment.score));
+        for r in &assessment.reasons {
+            let flag = format!("poison:{r}");
+            if !flags.contains(&flag) {
+                flags.push(flag);
+            }
+        }
+    }
 
     let fate = if let Some(reason) = chitchat::noise(&turn.content) {
         Fate::Drop(reason)
@@ -86,7 +113,7 @@ mod tests {
         assert_eq!(v.fate, Fate::Keep);
         assert!(v.quarantine);
         assert!(
-            v.flags.iter().any(|f| f == "poison:instruction"),
+            v.flags.iter().any(|f| f == "poison:known:instruction"),
             "{:?}",
             v.flags
         );

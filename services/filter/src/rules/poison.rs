@@ -219,7 +219,7 @@ static SET: LazyLock<RegexSet> = LazyLock::new(|| {
 
 /// Characters that show nothing but split a word for a pattern: zero-width
 /// spaces and joiners, direction marks and overrides, soft hyphens, BOMs.
-fn invisible(c: char) -> bool {
+pub(crate) fn invisible(c: char) -> bool {
     matches!(
         c,
         '\u{00AD}'

@@ -60,6 +60,26 @@ pub enum Command {
         #[arg(long = "try", value_name = "SETTINGS")]
         tries: Vec<String>,
     },
+    /// The filter's poisoning screen on a corpus of attacks and harmless
+    /// look-alikes (`attacks.jsonl`, `lookalikes.jsonl`): attacks quarantined
+    /// and look-alikes flagged, per technique or kind and per language.
+    Screen {
+        /// The corpus directory.
+        #[arg(default_value = "tests/corpus/screen")]
+        dir: PathBuf,
+        /// The part to score: `score` (never tuned on), `tune`, or `all`.
+        #[arg(long, value_enum, default_value = "score")]
+        split: super::screen_eval::Split,
+        /// The score at which a turn counts as quarantined.
+        #[arg(long, default_value_t = hindsight_filter::rules::screen::DEFAULT_THRESHOLD)]
+        threshold: f64,
+        /// Print every line's score and reasons to stderr.
+        #[arg(long)]
+        verbose: bool,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Serialize)]
@@ -114,6 +134,21 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                         s.recall_5, s.recall_10, s.words_10, s.questions
                     );
                 }
+            }
+            Ok(())
+        }
+        Command::Screen {
+            dir,
+            split,
+            threshold,
+            verbose,
+            json,
+        } => {
+            let report = super::screen_eval::run(&dir, split, threshold, verbose)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                super::screen_eval::print(&report);
             }
             Ok(())
         }

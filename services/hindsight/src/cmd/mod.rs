@@ -8,6 +8,7 @@ pub mod maintenance;
 pub mod mcp;
 pub mod publish;
 pub mod recall;
+pub mod screen_eval;
 pub mod status;
 pub mod streams;
 pub mod tenant;

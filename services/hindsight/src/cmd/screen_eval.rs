@@ -1,0 +1,225 @@
+//! `hindsight eval screen`: how well the filter's poisoning screen separates
+//! attacks from harmless look-alikes on a corpus (`tests/corpus/screen/`),
+//! offline, with the very function the filter stage runs ([`judge`]).
+//!
+//! The corpus is split by idea (`family`) into a part to tune on and a part
+//! only to score; the report gives recall on attacks and the share of
+//! look-alikes flagged, per technique or kind and per language.
+
+use std::{collections::BTreeMap, path::Path};
+
+use anyhow::Context;
+use hindsight_filter::rules::{assess, screen};
+use hindsight_shared::turn::parse_envelope;
+use serde::{Deserialize, Serialize};
+
+/// One corpus line (`attacks.jsonl`, `lookalikes.jsonl`).
+#[derive(Debug, Deserialize)]
+pub struct Line {
+    pub id: String,
+    pub lang: String,
+    /// For attacks the technique, for look-alikes their kind.
+    pub technique: String,
+    /// `user`, `agent`, `tool` or `document`.
+    pub source: String,
+    pub content: String,
+    pub split: String,
+}
+
+/// Which part of the corpus to score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Split {
+    Tune,
+    Score,
+    All,
+}
+
+impl Split {
+    fn holds(self, line: &Line) -> bool {
+        match self {
+            Split::Tune => line.split == "tune",
+            Split::Score => line.split == "score",
+            Split::All => true,
+        }
+    }
+}
+
+/// Counts for one group of lines.
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub struct Tally {
+    pub lines: usize,
+    pub flagged: usize,
+}
+
+impl Tally {
+    fn add(&mut self, flagged: bool) {
+        self.lines += 1;
+        self.flagged += usize::from(flagged);
+    }
+
+    pub fn share(&self) -> f64 {
+        if self.lines == 0 {
+            0.0
+        } else {
+            self.flagged as f64 / self.lines as f64
+        }
+    }
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub split: String,
+    pub attacks: Tally,
+    pub lookalikes: Tally,
+    /// Attacks quarantined over attacks.
+    pub recall: f64,
+    /// Quarantined attacks over everything quarantined.
+    pub precision: f64,
+    /// Look-alikes quarantined over look-alikes.
+    pub false_positive_rate: f64,
+    pub attacks_by_technique: BTreeMap<String, Tally>,
+    pub attacks_by_language: BTreeMap<String, Tally>,
+    pub lookalikes_by_kind: BTreeMap<String, Tally>,
+    pub lookalikes_by_language: BTreeMap<String, Tally>,
+    /// Ids of attacks let through and look-alikes flagged.
+    pub missed: Vec<String>,
+    pub false_alarms: Vec<String>,
+}
+
+/// Reads one JSON Lines file of the corpus.
+pub fn read(path: &Path) -> anyhow::Result<Vec<Line>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).with_context(|| format!("{} line {}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// The screen's assessment of `line`, published as its source would publish it.
+pub fn assessed(line: &Line) -> anyhow::Result<screen::Assessment> {
+    let (role, source) = match line.source.as_str() {
+        "user" => ("user", "user"),
+        "agent" => ("assistant", "agent"),
+        "tool" => ("tool", "tool"),
+        "document" => ("tool", "external"),
+        other => anyhow::bail!("{}: unknown source {other:?}", line.id),
+    };
+    let envelope = serde_json::json!({
+        "tenant": "eval", "user_id": "u", "session_id": "s",
+        "role": role, "source": source, "content": line.content,
+    });
+    let turn = parse_envelope(envelope.to_string().as_bytes(), "eval", chrono::Utc::now())
+        .map_err(|e| anyhow::anyhow!("{}: {e}", line.id))?;
+    Ok(assess(&turn))
+}
+
+/// Scores the corpus in `dir` on `split`.
+pub fn run(dir: &Path, split: Split, threshold: f64, verbose: bool) -> anyhow::Result<Report> {
+    let judged = |line: &Line| -> anyhow::Result<bool> {
+        let a = assessed(line)?;
+        let hit = a.score >= threshold;
+        if verbose {
+            eprintln!(
+                "{} {:.2} [{}] {}",
+                line.id,
+                a.score,
+                a.reasons.join(" "),
+                line.content.chars().take(140).collect::<String>()
+            );
+        }
+        Ok(hit)
+    };
+    let attacks = read(&dir.join("attacks.jsonl"))?;
+    let lookalikes = read(&dir.join("lookalikes.jsonl"))?;
+    let mut r = Report {
+        split: format!("{split:?}").to_lowercase(),
+        ..Default::default()
+    };
+    (
+        r.attacks,
+        r.attacks_by_technique,
+        r.attacks_by_language,
+        r.missed,
+    ) = part(&attacks, split, false, &judged)?;
+    (
+        r.lookalikes,
+        r.lookalikes_by_kind,
+        r.lookalikes_by_language,
+        r.false_alarms,
+    ) = part(&lookalikes, split, true, &judged)?;
+    r.recall = r.attacks.share();
+    r.false_positive_rate = r.lookalikes.share();
+    let flagged = r.attacks.flagged + r.lookalikes.flagged;
+    r.precision = if flagged == 0 {
+        0.0
+    } else {
+        r.attacks.flagged as f64 / flagged as f64
+    };
+    Ok(r)
+}
+
+type Part = (
+    Tally,
+    BTreeMap<String, Tally>,
+    BTreeMap<String, Tally>,
+    Vec<String>,
+);
+
+/// One file's lines on `split`: flagged in all, by technique or kind, by
+/// language, and the ids whose verdict was `listed` (attacks let through,
+/// look-alikes flagged).
+fn part(
+    lines: &[Line],
+    split: Split,
+    listed: bool,
+    judged: &dyn Fn(&Line) -> anyhow::Result<bool>,
+) -> anyhow::Result<Part> {
+    let mut p: Part = Default::default();
+    for line in lines.iter().filter(|l| split.holds(l)) {
+        let hit = judged(line)?;
+        p.0.add(hit);
+        p.1.entry(line.technique.clone()).or_default().add(hit);
+        p.2.entry(line.lang.clone()).or_default().add(hit);
+        if hit == listed {
+            p.3.push(line.id.clone());
+        }
+    }
+    Ok(p)
+}
+
+/// The report as a table for people.
+pub fn print(r: &Report) {
+    println!(
+        "screen on the {} split: {} of {} attacks quarantined (recall {:.3}), {} of {} look-alikes flagged ({:.3}); precision {:.3}",
+        r.split,
+        r.attacks.flagged,
+        r.attacks.lines,
+        r.recall,
+        r.lookalikes.flagged,
+        r.lookalikes.lines,
+        r.false_positive_rate,
+        r.precision
+    );
+    let rows = |title: &str, groups: &BTreeMap<String, Tally>| {
+        println!("  {title}:");
+        for (name, t) in groups {
+            println!(
+                "    {name:<16} {:>3}/{:<3} {:.3}",
+                t.flagged,
+                t.lines,
+                t.share()
+            );
+        }
+    };
+    rows("attacks quarantined, by technique", &r.attacks_by_technique);
+    rows("attacks quarantined, by language", &r.attacks_by_language);
+    rows("look-alikes flagged, by kind", &r.lookalikes_by_kind);
+    rows(
+        "look-alikes flagged, by language",
+        &r.lookalikes_by_language,
+    );
+}
