@@ -178,6 +178,11 @@ pub const SETTINGS: &[Setting] = &[
         "Cosine at or above which a new fact merges into (or supersedes) an existing memory of the same user and model.",
     ),
     setting(
+        "HINDSIGHT_SCREEN_THRESHOLD",
+        "1.0",
+        "The poisoning screen's score at which the filter quarantines a turn (see the filter section; `hindsight eval screen --threshold` shows the effect on the corpus). Lower catches more attacks and flags more harmless turns.",
+    ),
+    setting(
         "HINDSIGHT_FACT_CONTEXT",
         "on",
         "`on`: each fact keeps the turn its turn replied to (the session's previous kept turn, never a quarantined one): the LLM reads it, the keyword channel searches it, recall shows it. `off`: facts stand alone.",
@@ -306,6 +311,7 @@ pub struct Config {
     pub embed: EmbedConfig,
     pub index: IndexConfig,
     pub dedupe_threshold: f32,
+    pub screen_threshold: f64,
     pub fact_context: bool,
     pub recall: RecallConfig,
     pub mcp_allowed_hosts: Vec<String>,
@@ -439,6 +445,7 @@ impl Config {
                     _ => Err("expected a cosine between 0 and 1".into()),
                 }
             })?,
+            screen_threshold: parse_with(get("HINDSIGHT_SCREEN_THRESHOLD"), non_negative)?,
             fact_context: parse_with(get("HINDSIGHT_FACT_CONTEXT"), on_off)?,
             recall: RecallConfig {
                 weights: parse_with(get("HINDSIGHT_RECALL_WEIGHTS"), weights)?,
@@ -592,6 +599,10 @@ impl Config {
             (
                 "HINDSIGHT_DEDUPE_THRESHOLD",
                 self.dedupe_threshold.to_string(),
+            ),
+            (
+                "HINDSIGHT_SCREEN_THRESHOLD",
+                self.screen_threshold.to_string(),
             ),
             (
                 "HINDSIGHT_FACT_CONTEXT",

@@ -11,7 +11,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     service::main("filter", |ctx| {
-        let stage = Arc::new(FilterStage::new(ctx.store.clone()));
+        let stage = Arc::new(
+            FilterStage::new(ctx.store.clone()).quarantining_at(ctx.config.screen_threshold),
+        );
         Ok(vec![service::stage(stage)])
     })
     .await

@@ -17,11 +17,22 @@ use crate::rules::{self, Fate, Verdict};
 /// The filter stage over its archive.
 pub struct FilterStage {
     store: Store,
+    threshold: f64,
 }
 
 impl FilterStage {
     pub fn new(store: Store) -> Self {
-        Self { store }
+        Self {
+            store,
+            threshold: rules::screen::DEFAULT_THRESHOLD,
+        }
+    }
+
+    /// Quarantines turns the poisoning screen scores at `threshold` or more
+    /// (`HINDSIGHT_SCREEN_THRESHOLD`).
+    pub fn quarantining_at(mut self, threshold: f64) -> Self {
+        self.threshold = threshold;
+        self
     }
 }
 
@@ -165,7 +176,11 @@ impl Stage for FilterStage {
                 turn.session_id.clone(),
                 turn.speaker.clone(),
             );
-            let verdict = rules::judge(turn, previous.get(&speaker_key).map(String::as_str));
+            let verdict = rules::judge(
+                turn,
+                previous.get(&speaker_key).map(String::as_str),
+                self.threshold,
+            );
             if let Plan::New(_) = plan {
                 rows.push(row(turn, &verdict, delivery.stream_seq));
                 previous.insert(speaker_key, verdict.content.clone());

@@ -65,9 +65,9 @@ pub async fn tasks_with_index(
     let mut out = Vec::new();
     for name in names {
         match name {
-            StageName::Filter => out.push(service::stage(Arc::new(FilterStage::new(
-                ctx.store.clone(),
-            )))),
+            StageName::Filter => out.push(service::stage(Arc::new(
+                FilterStage::new(ctx.store.clone()).quarantining_at(ctx.config.screen_threshold),
+            ))),
             StageName::Extract => out.push(service::stage(Arc::new(
                 hindsight_extract::from_config(&ctx.config, ctx.store.clone())?,
             ))),

@@ -198,7 +198,11 @@ fn extraction(path: &std::path::Path, sample: usize) -> anyhow::Result<Extractio
         let envelope = t.envelope().to_string();
         let turn = parse_envelope(envelope.as_bytes(), locomo::TENANT, t.ts)?;
         let speaker_key = (turn.session_id.clone(), turn.speaker.clone());
-        let verdict = judge(&turn, previous.get(&speaker_key).map(String::as_str));
+        let verdict = judge(
+            &turn,
+            previous.get(&speaker_key).map(String::as_str),
+            hindsight_filter::rules::screen::DEFAULT_THRESHOLD,
+        );
         previous.insert(speaker_key, verdict.content.clone());
         if verdict.fate != Fate::Keep {
             continue;
