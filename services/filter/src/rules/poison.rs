@@ -219,7 +219,7 @@ static SET: LazyLock<RegexSet> = LazyLock::new(|| {
 
 /// Characters that show nothing but split a word for a pattern: zero-width
 /// spaces and joiners, direction marks and overrides, soft hyphens, BOMs.
-pub(crate) fn invisible(c: char) -> bool {
+fn invisible(c: char) -> bool {
     matches!(
         c,
         '\u{00AD}'
@@ -234,6 +234,16 @@ pub(crate) fn invisible(c: char) -> bool {
     )
 }
 
+/// The characters of `text` a reader sees: invisible ones removed, fullwidth
+/// ASCII folded (`Ｉｇｎｏｒｅ` → `Ignore`, `：` → `:`, the ideographic space a space).
+pub(crate) fn visible(text: &str) -> impl Iterator<Item = char> + '_ {
+    text.chars().filter(|c| !invisible(*c)).map(|c| match c {
+        '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
+        '\u{3000}' => ' ',
+        c => c,
+    })
+}
+
 /// The text as a pattern should read it: invisible characters removed,
 /// fullwidth ASCII folded (`Ｉｇｎｏｒｅ` → `Ignore`, `：` → `:`), runs of
 /// whitespace made one space, or one line break where they held one. With
@@ -241,15 +251,7 @@ pub(crate) fn invisible(c: char) -> bool {
 pub fn normalize(text: &str, flat: bool) -> String {
     let mut out = String::with_capacity(text.len());
     let mut pending: Option<char> = None;
-    for c in text.chars() {
-        if invisible(c) {
-            continue;
-        }
-        let c = match c {
-            '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
-            '\u{3000}' => ' ',
-            c => c,
-        };
+    for c in visible(text) {
         if c.is_whitespace() {
             let mark = if c == '\n' && !flat { '\n' } else { ' ' };
             pending = Some(match pending {

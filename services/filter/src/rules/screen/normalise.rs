@@ -130,15 +130,7 @@ fn join_spaced(text: &str) -> String {
 /// spaced letters joined, each word with its disguises undone, runs of
 /// whitespace made one space.
 pub fn fold(text: &str) -> String {
-    let visible: String = text
-        .chars()
-        .filter(|c| !super::super::poison::invisible(*c))
-        .map(|c| match c {
-            '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
-            '\u{3000}' => ' ',
-            c => c,
-        })
-        .collect();
+    let visible: String = super::super::poison::visible(text).collect();
     let joined = join_spaced(&visible.to_lowercase());
     let mut out = String::with_capacity(joined.len());
     let mut current = String::new();
