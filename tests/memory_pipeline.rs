@@ -306,6 +306,7 @@ fn embedded(user: &str, fact_id: &str, content: String, vector: Vec<f32>) -> Emb
             trust: Trust::High,
             inferred: false,
             quarantine: false,
+            flags: vec![],
             extractor: ExtractedBy::Rules,
             context: None,
         },

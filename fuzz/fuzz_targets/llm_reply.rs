@@ -82,6 +82,7 @@ fn kept() -> KeptTurn {
         trust: Trust::High,
         quarantine: false,
         flags: vec![],
+        context: None,
     }
 }
 

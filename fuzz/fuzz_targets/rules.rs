@@ -62,6 +62,7 @@ fuzz_target!(|data: &[u8]| {
         turn,
         quarantine: false,
         flags: vec![],
+        context: None,
     };
 
     let drafts = extract(&kept);

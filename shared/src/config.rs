@@ -183,6 +183,11 @@ pub const SETTINGS: &[Setting] = &[
         "The poisoning screen's score at which the filter quarantines a turn (see the filter section; `hindsight eval screen --threshold` shows the effect on the corpus). Lower catches more attacks and flags more harmless turns.",
     ),
     setting(
+        "HINDSIGHT_SCREEN_NEARNESS",
+        "on",
+        "Whether the embed stage adds a fact's nearness to known attacks (the tune part of `tests/corpus/screen/`, compiled in) to its turn's screen score, quarantining the fact at the same threshold; `off` leaves the screen to its cues.",
+    ),
+    setting(
         "HINDSIGHT_FACT_CONTEXT",
         "on",
         "`on`: each fact keeps the turn its turn replied to (the session's previous kept turn, never a quarantined one): the LLM reads it, the keyword channel searches it, recall shows it. `off`: facts stand alone.",
@@ -312,6 +317,7 @@ pub struct Config {
     pub index: IndexConfig,
     pub dedupe_threshold: f32,
     pub screen_threshold: f64,
+    pub screen_nearness: bool,
     pub fact_context: bool,
     pub recall: RecallConfig,
     pub mcp_allowed_hosts: Vec<String>,
@@ -446,6 +452,7 @@ impl Config {
                 }
             })?,
             screen_threshold: parse_with(get("HINDSIGHT_SCREEN_THRESHOLD"), non_negative)?,
+            screen_nearness: parse_with(get("HINDSIGHT_SCREEN_NEARNESS"), on_off)?,
             fact_context: parse_with(get("HINDSIGHT_FACT_CONTEXT"), on_off)?,
             recall: RecallConfig {
                 weights: parse_with(get("HINDSIGHT_RECALL_WEIGHTS"), weights)?,
@@ -603,6 +610,10 @@ impl Config {
             (
                 "HINDSIGHT_SCREEN_THRESHOLD",
                 self.screen_threshold.to_string(),
+            ),
+            (
+                "HINDSIGHT_SCREEN_NEARNESS",
+                if self.screen_nearness { "on" } else { "off" }.into(),
             ),
             (
                 "HINDSIGHT_FACT_CONTEXT",

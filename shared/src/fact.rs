@@ -116,6 +116,10 @@ pub struct Fact {
     /// Carried over from the filter: suspected poisoning.
     #[serde(default)]
     pub quarantine: bool,
+    /// The poisoning screen's record: the turn's `screen:<score>` and
+    /// `poison:<reason>` flags, and what the embed stage's nearness added.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
     pub extractor: ExtractedBy,
     /// The turn the fact's turn replied to (see [`TurnContext`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

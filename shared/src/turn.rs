@@ -205,6 +205,23 @@ pub struct KeptTurn {
     pub context: Option<TurnContext>,
 }
 
+/// The poisoning screen's flags among `flags`: `screen:<score>` and `poison:<reason>`.
+pub fn screen_flags(flags: &[String]) -> Vec<String> {
+    flags
+        .iter()
+        .filter(|f| f.starts_with("screen:") || f.starts_with("poison:"))
+        .cloned()
+        .collect()
+}
+
+/// The poisoning screen's score recorded in `flags` (0 when none is).
+pub fn screen_score(flags: &[String]) -> f64 {
+    flags
+        .iter()
+        .filter_map(|f| f.strip_prefix("screen:")?.parse::<f64>().ok())
+        .fold(0.0, f64::max)
+}
+
 impl crate::stage::Message for KeptTurn {
     fn tenant(&self) -> &str {
         &self.turn.tenant

@@ -2,7 +2,10 @@
 //! `HINDSIGHT_EMBED_WINDOW` (64) facts at once, waiting at most
 //! `HINDSIGHT_EMBED_LINGER` (20 ms) so a lone fact is not held back, sorts them
 //! by length and embeds them `HINDSIGHT_EMBED_BATCH` (16) at a time; each
-//! message is acked only after its embedded fact was published.
+//! message is acked only after its embedded fact was published. Each fact's
+//! vector is also the poisoning screen's second opinion ([`screen`]).
+
+pub mod screen;
 
 use std::{sync::Arc, time::Duration};
 
@@ -19,6 +22,8 @@ pub struct EmbedStage {
     batch: usize,
     window: usize,
     linger: Duration,
+    /// The screen's threshold, when nearness to known attacks counts.
+    screen: Option<f64>,
 }
 
 impl EmbedStage {
@@ -28,6 +33,7 @@ impl EmbedStage {
             batch: config.embed.batch,
             window: config.embed.window.max(config.embed.batch),
             linger: config.embed.linger,
+            screen: config.screen_nearness.then_some(config.screen_threshold),
         }
     }
 }
@@ -92,13 +98,30 @@ impl EmbedStage {
             ok: result.is_ok(),
         }
         .emit();
+        let examples = match (self.screen, &result) {
+            (Some(_), Ok(_)) => match screen::examples(self.embedder.as_ref()).await {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    let reason = format!("embedding the screen's examples: {e}");
+                    return chunk
+                        .iter()
+                        .map(|_| Outcome::Retry(reason.clone()))
+                        .collect();
+                }
+            },
+            _ => None,
+        };
         match result {
             Ok(vectors) if vectors.len() == chunk.len() => chunk
                 .iter()
                 .zip(vectors)
                 .map(|(&i, vector)| {
+                    let mut fact = batch[i].input.clone();
+                    if let (Some(examples), Some(threshold)) = (&examples, self.screen) {
+                        screen::judge(examples, &mut fact, &vector, threshold);
+                    }
                     Outcome::Emit(vec![EmbeddedFact {
-                        fact: batch[i].input.clone(),
+                        fact,
                         model: self.embedder.model().clone(),
                         vector,
                     }])

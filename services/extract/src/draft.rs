@@ -49,6 +49,7 @@ pub fn finish(kept: &KeptTurn, drafts: Vec<Draft>, extractor: &ExtractedBy) -> V
                 trust: kept.trust,
                 inferred: is_inferred(turn.source),
                 quarantine: kept.quarantine,
+                flags: hindsight_shared::turn::screen_flags(&kept.flags),
                 extractor: extractor.clone(),
                 context: kept.context.clone(),
             }

@@ -155,6 +155,8 @@ fn summary(topic: &str, episodes: &[&VectorRow]) -> Summary {
         embedding: centroid(episodes),
         // A summary spans many turns; it replies to none of them.
         context: None,
+        source: None,
+        flags: vec![],
     };
     Summary {
         memory,

@@ -82,6 +82,8 @@ fn new_memory(e: &EmbeddedFact, id: Uuid) -> NewMemory {
         embedding_version: e.model.version.clone(),
         embedding: e.vector.clone(),
         context: f.context.clone(),
+        source: Some(f.source.as_str().into()),
+        flags: f.flags.clone(),
     }
 }
 

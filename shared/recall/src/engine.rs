@@ -19,7 +19,7 @@ use hindsight_shared::{
         budget, conflicts, diversity, entities,
         fusion::{self, Fused, Signal, Weights},
         memory::{self, RecalledMemory},
-        second_hop, when,
+        second_hop, sources, when,
     },
     store::{
         Store, StoreError,
@@ -329,6 +329,7 @@ impl Recaller {
         if self.spread_sources {
             ranked = diversity::spread_sources(ranked);
         }
+        ranked = sources::users_word_first(ranked);
         let mut memories = budget::cut(
             ranked,
             req.top_k,
@@ -664,7 +665,9 @@ pub fn recalled(row: &MemoryRow, score: f64) -> RecalledMemory {
         status: row.status.clone(),
         importance: row.importance,
         confidence: row.confidence,
-        source: row.source_trust.clone(),
+        source: row.source.clone(),
+        trust: row.source_trust.clone(),
+        flags: row.flags.clone(),
         occurred_at: row.occurred_at,
         created_at: row.created_at,
         provenance: row.provenance.clone(),

@@ -23,8 +23,15 @@ pub struct RecalledMemory {
     pub status: String,
     pub importance: f32,
     pub confidence: f32,
+    /// Where the memory came from: user, agent, tool or external (none for
+    /// the janitor's summary of several memories).
+    pub source: Option<String>,
     /// How far the memory's source is trusted: high, medium or low.
-    pub source: String,
+    pub trust: String,
+    /// The poisoning screen's record of its turn: `screen:<score>` and
+    /// `poison:<reason>` (why it was quarantined, or the cues of a near miss).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
     pub occurred_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     /// The ids of the turns the memory came from.
@@ -57,6 +64,22 @@ pub fn shown_context(c: &TurnContext) -> String {
 }
 
 impl RecalledMemory {
+    /// Whether the screen saw orders to the agent in it (quarantined or not).
+    pub fn reads_as_order(&self) -> bool {
+        self.flags.iter().any(|f| f.starts_with("poison:"))
+    }
+
+    /// Who a reader is told the memory came from.
+    pub fn source_label(&self) -> &'static str {
+        match self.source.as_deref() {
+            Some("user") => "from the user",
+            Some("agent") => "from the assistant",
+            Some("tool") => "from a tool",
+            Some("external") => "from an external document",
+            _ => "a summary",
+        }
+    }
+
     /// The date a reader should see: when it happened, else when it was learnt.
     pub fn date(&self) -> DateTime<Utc> {
         self.occurred_at.unwrap_or(self.created_at)
@@ -86,7 +109,9 @@ pub(crate) fn sample(content: &str) -> RecalledMemory {
         status: "active".into(),
         importance: 0.5,
         confidence: 0.7,
-        source: "high".into(),
+        source: Some("user".into()),
+        trust: "high".into(),
+        flags: vec![],
         occurred_at: None,
         created_at: Utc::now(),
         provenance: vec![],

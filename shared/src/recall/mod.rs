@@ -10,4 +10,5 @@ pub mod entities;
 pub mod fusion;
 pub mod memory;
 pub mod second_hop;
+pub mod sources;
 pub mod when;

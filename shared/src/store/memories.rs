@@ -85,6 +85,11 @@ pub struct NewMemory {
     pub embedding_version: String,
     pub embedding: Vec<f32>,
     pub context: Option<TurnContext>,
+    /// The source of the memory's first turn (user, agent, tool, external);
+    /// `None` for a summary of several memories.
+    pub source: Option<String>,
+    /// The poisoning screen's record (`screen:<score>`, `poison:<reason>`).
+    pub flags: Vec<String>,
 }
 
 const CANDIDATE_COLUMNS: &str =
@@ -160,9 +165,9 @@ pub async fn insert_on(conn: &mut sqlx::PgConnection, m: &NewMemory) -> Result<(
         "INSERT INTO memories (id, tenant, user_id, agent_id, session_id, kind, fact_type, content, content_key,
                                entities, importance, confidence, source_trust, status, occurred_at, valid_from,
                                expires_at, embedding_model, embedding_version, embedding, terms, context, terms_version,
-                               index_state)
+                               source, flags, index_state)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
-                 'pending')
+                 $24, $25, 'pending')
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(m.id)
@@ -188,6 +193,8 @@ pub async fn insert_on(conn: &mut sqlx::PgConnection, m: &NewMemory) -> Result<(
     .bind(search_terms(&m.content, &m.entities, m.context.as_ref()))
     .bind(m.context.as_ref().map(sqlx::types::Json))
     .bind(TERMS_VERSION)
+    .bind(&m.source)
+    .bind(&m.flags)
     .execute(conn)
     .await?;
     Ok(())

@@ -23,7 +23,9 @@ pub struct Verdict {
     pub content: String,
     /// Suspected memory poisoning.
     pub quarantine: bool,
-    /// What the screens found, e.g. `poison:instruction`, `redacted:api_key`.
+    /// What the screens found, e.g. `screen:0.40` (the poisoning screen's
+    /// score, when above 0) with `poison:<reason>` for each reason, and
+    /// `redacted:api_key`.
     pub flags: Vec<String>,
 }
 
@@ -57,7 +59,9 @@ pub fn judge(turn: &Turn, previous: Option<&str>, threshold: f64) -> Verdict {
         .collect();
     let assessment = assess(turn);
     let quarantine = assessment.score >= threshold;
-    if quarantine {
+    // Recorded below the threshold too: the embed stage adds the fact's
+    // nearness to known attacks to this score, and operators see near misses.
+    if assessment.score > 0.0 {
         flags.push(format!("screen:{:.2}", assessment.score));
         for r in &assessment.reasons {
             let flag = format!("poison:{r}");
@@ -132,6 +136,10 @@ mod tests {
         let t = turn("Our IT admin approved my new laptop");
         let kept = judge(&t, None, screen::DEFAULT_THRESHOLD);
         assert!(!kept.quarantine, "{:?}", kept.flags);
+        assert!(
+            kept.flags.iter().any(|f| f == "screen:0.50"),
+            "a near miss is recorded"
+        );
         let strict = judge(&t, None, 0.5);
         assert!(strict.quarantine);
         assert!(

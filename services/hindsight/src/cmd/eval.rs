@@ -79,6 +79,9 @@ pub enum Command {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// Leave out nearness to the corpus's examples (no embedding model).
+        #[arg(long)]
+        cues_only: bool,
     },
 }
 
@@ -143,8 +146,17 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             threshold,
             verbose,
             json,
+            cues_only,
         } => {
-            let report = super::screen_eval::run(&dir, split, threshold, verbose)?;
+            let embedder = if cues_only {
+                None
+            } else {
+                let config = hindsight_shared::config::Config::from_env()?;
+                Some(hindsight_embedder::from_config(&config.embed)?)
+            };
+            let report =
+                super::screen_eval::run(&dir, split, threshold, verbose, embedder.as_deref())
+                    .await?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {

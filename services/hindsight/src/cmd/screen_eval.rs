@@ -5,11 +5,20 @@
 //! The corpus is split by idea (`family`) into a part to tune on and a part
 //! only to score; the report gives recall on attacks and the share of
 //! look-alikes flagged, per technique or kind and per language.
+//!
+//! With the embedding model (the default), each line's nearness to the
+//! corpus's `tune` examples counts as in the pipeline's embed stage; a `tune`
+//! line is compared without the examples of its own family, so the tune
+//! numbers are not inflated by the line finding itself.
 
 use std::{collections::BTreeMap, path::Path};
 
 use anyhow::Context;
-use hindsight_filter::rules::{assess, screen};
+use hindsight_embedder::Embedder;
+use hindsight_filter::rules::{
+    assess,
+    screen::{self, semantic},
+};
 use hindsight_shared::turn::parse_envelope;
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +32,7 @@ pub struct Line {
     /// `user`, `agent`, `tool` or `document`.
     pub source: String,
     pub content: String,
+    pub family: String,
     pub split: String,
 }
 
@@ -117,24 +127,76 @@ pub fn assessed(line: &Line) -> anyhow::Result<screen::Assessment> {
     Ok(assess(&turn))
 }
 
-/// Scores the corpus in `dir` on `split`.
-pub fn run(dir: &Path, split: Split, threshold: f64, verbose: bool) -> anyhow::Result<Report> {
+/// Each line's nearness to the examples, by id.
+async fn nearness(
+    embedder: &dyn Embedder,
+    lines: &[&Line],
+) -> anyhow::Result<BTreeMap<String, semantic::Nearness>> {
+    let texts = semantic::example_texts();
+    let examples = semantic::Examples::new(
+        texts.clone(),
+        embed(embedder, texts.iter().map(|t| t.content.clone()).collect()).await?,
+    );
+    let vectors = embed(embedder, lines.iter().map(|l| l.content.clone()).collect()).await?;
+    Ok(lines
+        .iter()
+        .zip(vectors)
+        .map(|(l, v)| {
+            let own = (l.split == "tune").then_some(l.family.as_str());
+            (l.id.clone(), examples.nearness(&v, own))
+        })
+        .collect())
+}
+
+async fn embed(embedder: &dyn Embedder, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+    let mut out = Vec::with_capacity(texts.len());
+    for chunk in texts.chunks(16) {
+        out.extend(embedder.embed(chunk).await?);
+    }
+    Ok(out)
+}
+
+/// Scores the corpus in `dir` on `split`; with `embedder`, nearness counts too.
+pub async fn run(
+    dir: &Path,
+    split: Split,
+    threshold: f64,
+    verbose: bool,
+    embedder: Option<&dyn Embedder>,
+) -> anyhow::Result<Report> {
+    let attacks = read(&dir.join("attacks.jsonl"))?;
+    let lookalikes = read(&dir.join("lookalikes.jsonl"))?;
+    let near = match embedder {
+        Some(e) => {
+            let lines: Vec<&Line> = attacks
+                .iter()
+                .chain(&lookalikes)
+                .filter(|l| split.holds(l))
+                .collect();
+            nearness(e, &lines).await?
+        }
+        None => BTreeMap::new(),
+    };
     let judged = |line: &Line| -> anyhow::Result<bool> {
-        let a = assessed(line)?;
+        let mut a = assessed(line)?;
+        if let Some(&n) = near.get(&line.id) {
+            semantic::judge(&mut a, &line.content, n);
+        }
         let hit = a.score >= threshold;
         if verbose {
+            let n = near.get(&line.id).copied().unwrap_or_default();
             eprintln!(
-                "{} {:.2} [{}] {}",
+                "{} {:.2} near {:.2}/{:.2} [{}] {}",
                 line.id,
                 a.score,
+                n.attack,
+                n.harmless,
                 a.reasons.join(" "),
                 line.content.chars().take(140).collect::<String>()
             );
         }
         Ok(hit)
     };
-    let attacks = read(&dir.join("attacks.jsonl"))?;
-    let lookalikes = read(&dir.join("lookalikes.jsonl"))?;
     let mut r = Report {
         split: format!("{split:?}").to_lowercase(),
         ..Default::default()

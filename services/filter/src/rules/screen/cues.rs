@@ -20,10 +20,11 @@ pub enum Cue {
     Marker,
     Hidden,
     Reported,
+    Private,
 }
 
 impl Cue {
-    pub const ALL: [Cue; 12] = [
+    pub const ALL: [Cue; 13] = [
         Cue::Override,
         Cue::Agent,
         Cue::Standing,
@@ -36,6 +37,7 @@ impl Cue {
         Cue::Marker,
         Cue::Hidden,
         Cue::Reported,
+        Cue::Private,
     ];
 
     /// The cue's table in the data file, and its name in reasons.
@@ -53,6 +55,7 @@ impl Cue {
             Cue::Marker => "marker",
             Cue::Hidden => "hidden",
             Cue::Reported => "reported",
+            Cue::Private => "private",
         }
     }
 }

@@ -15,6 +15,7 @@
 
 mod cues;
 pub mod normalise;
+pub mod semantic;
 
 use hindsight_shared::turn::Source;
 
@@ -47,7 +48,7 @@ fn weight(cue: Cue) -> f64 {
         Cue::Decode => 0.6,
         Cue::Authority | Cue::Consent => 0.5,
         Cue::Standing | Cue::Memory | Cue::Secrecy => 0.4,
-        Cue::Others | Cue::Agent => 0.2,
+        Cue::Others | Cue::Agent | Cue::Private => 0.2,
         Cue::Hidden => 0.3,
         // Applied only with quotation marks (see `assess_folded`).
         Cue::Reported => 0.0,
@@ -66,6 +67,7 @@ const PAIRS: &[(Cue, Cue, f64)] = &[
     (Cue::Authority, Cue::Secrecy, 0.3),
     (Cue::Consent, Cue::Others, 0.3),
     (Cue::Consent, Cue::Secrecy, 0.3),
+    (Cue::Consent, Cue::Private, 0.5),
     (Cue::Memory, Cue::Others, 0.4),
     (Cue::Memory, Cue::Secrecy, 0.4),
     (Cue::Memory, Cue::Agent, 0.3),

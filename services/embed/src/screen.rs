@@ -1,0 +1,59 @@
+//! The poisoning screen's second opinion, from the vectors this stage makes
+//! anyway: a fact near known attacks and far from known look-alikes adds to
+//! its turn's screen score, and a fact whose total reaches the threshold is
+//! quarantined (`HINDSIGHT_SCREEN_NEARNESS`). Embedding every turn in the
+//! filter would cost a third of ingest; a fact's vector costs nothing more.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, LazyLock, Mutex},
+};
+
+use hindsight_embedder::{EmbedError, Embedder};
+use hindsight_filter::rules::screen::{Assessment, semantic};
+use hindsight_shared::{fact::Fact, turn::screen_score};
+
+/// The examples' vectors, once per model in a process (tests start many stages).
+static EXAMPLES: LazyLock<Mutex<BTreeMap<String, Arc<semantic::Examples>>>> =
+    LazyLock::new(Default::default);
+
+/// The screen's examples embedded with `embedder`.
+pub async fn examples(embedder: &dyn Embedder) -> Result<Arc<semantic::Examples>, EmbedError> {
+    let key = embedder.model().slug();
+    if let Some(e) = EXAMPLES.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok(e);
+    }
+    let texts = semantic::example_texts();
+    let mut vectors = Vec::with_capacity(texts.len());
+    let contents: Vec<String> = texts.iter().map(|t| t.content.clone()).collect();
+    for chunk in contents.chunks(16) {
+        vectors.extend(embedder.embed(chunk).await?);
+    }
+    let examples = Arc::new(semantic::Examples::new(texts, vectors));
+    if let Ok(mut m) = EXAMPLES.lock() {
+        m.insert(key, examples.clone());
+    }
+    Ok(examples)
+}
+
+/// Judges one embedded fact: its turn's score plus what its nearness adds;
+/// at `threshold` or more the fact is quarantined, with the score and reason
+/// in its flags. A fact already quarantined keeps its record.
+pub fn judge(examples: &semantic::Examples, fact: &mut Fact, vector: &[f32], threshold: f64) {
+    if fact.quarantine || examples.is_empty() {
+        return;
+    }
+    let mut a = Assessment {
+        score: screen_score(&fact.flags),
+        reasons: vec![],
+    };
+    semantic::judge(&mut a, &fact.content, examples.nearness(vector, None));
+    if a.reasons.is_empty() || a.score < threshold {
+        return;
+    }
+    fact.quarantine = true;
+    fact.flags.retain(|f| !f.starts_with("screen:"));
+    fact.flags.insert(0, format!("screen:{:.2}", a.score));
+    fact.flags
+        .extend(a.reasons.into_iter().map(|r| format!("poison:{r}")));
+}

@@ -1,0 +1,359 @@
+//! The poisoning screen through the whole system, on the scored part of the
+//! screen corpus (`tests/corpus/screen/`): two attacks of every technique in
+//! every language and two look-alikes of every kind in every language, each
+//! published by its own user as its source would publish it.
+//!
+//! - The pipeline carries out the screen's verdict: every attack the cues
+//!   quarantine offline is quarantined in the archive with its score and
+//!   reasons, and so is every memory of it; the embed stage's nearness
+//!   quarantines more, never less. Every language has attacks quarantined
+//!   (per technique, the printed table; false consent is the screen's
+//!   weakest). Look-alikes are kept, and those the cues pass are not
+//!   quarantined by the filter.
+//! - Default recall over HTTP and MCP never returns a quarantined memory,
+//!   even for the attack's own words; `include: ["quarantined"]` returns
+//!   them marked, with the screen's reasons.
+//!
+//! The rates printed are the pipeline's (facts judged by nearness, not turns);
+//! `hindsight eval screen` gives the offline ones.
+
+use std::collections::{BTreeMap, HashMap};
+
+use hindsight_filter::rules::{self, screen::DEFAULT_THRESHOLD};
+use hindsight_shared::turn::parse_envelope;
+use hindsight_tests::{
+    Deployment,
+    stack::{Stack, drained},
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const TENANT: &str = "acme";
+const ATTACKS: &str = include_str!("corpus/screen/attacks.jsonl");
+const LOOKALIKES: &str = include_str!("corpus/screen/lookalikes.jsonl");
+/// Lines taken per (technique or kind, language).
+const PER_GROUP: usize = 2;
+
+#[derive(Debug, Clone, Deserialize)]
+struct Line {
+    id: String,
+    lang: String,
+    technique: String,
+    source: String,
+    content: String,
+    split: String,
+}
+
+fn sample(data: &str) -> Vec<Line> {
+    let mut taken: HashMap<(String, String), usize> = HashMap::new();
+    data.lines()
+        .filter_map(|l| serde_json::from_str::<Line>(l).ok())
+        .filter(|l| l.split == "score")
+        .filter(|l| {
+            let n = taken
+                .entry((l.technique.clone(), l.lang.clone()))
+                .or_default();
+            *n += 1;
+            *n <= PER_GROUP
+        })
+        .collect()
+}
+
+/// The turn as its source publishes it; the user is the line's own.
+fn envelope(line: &Line, i: usize) -> Value {
+    let (role, source) = match line.source.as_str() {
+        "agent" => ("assistant", "agent"),
+        "tool" => ("tool", "tool"),
+        "document" => ("tool", "external"),
+        _ => ("user", "user"),
+    };
+    let mut turn = json!({
+        "tenant": TENANT, "user_id": user(line), "session_id": "s1", "turn_id": line.id,
+        "role": role, "source": source, "content": line.content,
+        "ts": format!("2026-03-01T10:{:02}:{:02}Z", i / 60, i % 60),
+    });
+    if role != "user" {
+        turn["agent_id"] = json!("helper");
+    }
+    turn
+}
+
+fn user(line: &Line) -> String {
+    format!("u-{}", line.id)
+}
+
+/// What the filter alone decides offline.
+fn cues_quarantine(line: &Line, i: usize) -> bool {
+    let turn = parse_envelope(
+        envelope(line, i).to_string().as_bytes(),
+        TENANT,
+        chrono::Utc::now(),
+    )
+    .expect("valid");
+    rules::assess(&turn).score >= DEFAULT_THRESHOLD
+}
+
+struct Archived {
+    quarantine: bool,
+    flags: Vec<String>,
+    fate: String,
+    /// Statuses and flags of the memories of the turn.
+    memories: Vec<(String, Vec<String>)>,
+}
+
+async fn recall(client: &reqwest::Client, url: &str, key: &str, body: Value) -> Vec<Value> {
+    let resp = client
+        .post(format!("{url}/v1/recall"))
+        .header("authorization", format!("Bearer {key}"))
+        .json(&body)
+        .send()
+        .await
+        .expect("the gateway answers");
+    let status = resp.status();
+    let answer: Value = resp.json().await.expect("JSON");
+    assert!(status.is_success(), "{body} → {status}: {answer}");
+    answer["memories"].as_array().cloned().unwrap_or_default()
+}
+
+/// The last JSON-RPC message of a streamable-HTTP reply.
+fn rpc_message(body: &str) -> Value {
+    body.lines()
+        .rev()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .or_else(|| serde_json::from_str(body).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// `memory_search` over MCP (streamable HTTP) for `user`, as a JSON string.
+async fn mcp_search(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    user: &str,
+    query: &str,
+) -> String {
+    let post = |session: Option<String>, body: Value| {
+        let mut req = client
+            .post(format!("{url}/mcp"))
+            .header("authorization", format!("Bearer {key}"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(s) = session {
+            req = req.header("mcp-session-id", s);
+        }
+        async move {
+            let resp = req.send().await.expect("the gateway answers");
+            let session = resp
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            (session, resp.text().await.expect("body"))
+        }
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}});
+    let (session, _) = post(None, init).await;
+    post(
+        session.clone(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "memory_search", "arguments": {"user_id": user, "query": query, "top_k": 20}}});
+    let (_, body) = post(session, call).await;
+    rpc_message(&body).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_screen_holds_through_the_pipeline_and_recall() {
+    let attacks = sample(ATTACKS);
+    let lookalikes = sample(LOOKALIKES);
+    assert!(attacks.len() >= 90 && lookalikes.len() >= 90, "the sample");
+    let all: Vec<&Line> = attacks.iter().chain(&lookalikes).collect();
+
+    let d = Deployment::new("test", |_| {}).await;
+    let index = hindsight_index::open(d.config()).expect("index");
+    let stack = Stack::start(&d, index).await;
+    for (i, line) in all.iter().enumerate() {
+        d.publish_raw(TENANT, envelope(line, i).to_string().into_bytes())
+            .await;
+    }
+    drained(&d, all.len() as i64).await;
+    assert!(d.dead_letters().await.is_empty(), "every line is valid");
+
+    let pool = &d.ctx.store.pool;
+    let mut archived: HashMap<String, Archived> = HashMap::new();
+    for (id, fate, quarantine, flags) in sqlx::query_as::<_, (String, String, bool, Vec<String>)>(
+        "SELECT turn_id, fate, quarantine, flags FROM turns",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("turns")
+    {
+        archived.insert(
+            id,
+            Archived {
+                quarantine,
+                flags,
+                fate,
+                memories: vec![],
+            },
+        );
+    }
+    for (turn, status, flags) in sqlx::query_as::<_, (String, String, Vec<String>)>(
+        "SELECT s.turn_id, m.status, m.flags FROM memory_sources s JOIN memories m ON m.id = s.memory_id",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("memories")
+    {
+        if let Some(a) = archived.get_mut(&turn) {
+            a.memories.push((status, flags));
+        }
+    }
+    // Caught: quarantined by the filter, or every memory of it quarantined
+    // (by nearness at the embed stage); a turn that made no memory and was
+    // not quarantined is not caught.
+    let caught = |a: &Archived| {
+        a.quarantine
+            || (!a.memories.is_empty() && a.memories.iter().all(|(s, _)| s == "quarantined"))
+    };
+
+    // [caught in the pipeline, caught by the cues offline, lines]
+    let mut by_technique: BTreeMap<String, [usize; 3]> = BTreeMap::new();
+    let mut by_language: BTreeMap<String, [usize; 3]> = BTreeMap::new();
+    for (i, line) in attacks.iter().enumerate() {
+        let a = archived.get(&line.id).expect("every turn is archived");
+        assert_eq!(
+            a.fate, "kept",
+            "{}: an attack is kept, in quarantine",
+            line.id
+        );
+        let cues = cues_quarantine(line, i);
+        if cues {
+            assert!(a.quarantine, "{}: the cues quarantine it", line.id);
+            assert!(
+                a.flags.iter().any(|f| f.starts_with("screen:"))
+                    && a.flags.iter().any(|f| f.starts_with("poison:")),
+                "{}: the score and reasons are recorded: {:?}",
+                line.id,
+                a.flags
+            );
+        }
+        if a.quarantine {
+            assert!(
+                a.memories.iter().all(|(s, _)| s == "quarantined"),
+                "{}: every memory of a quarantined turn is quarantined",
+                line.id
+            );
+        }
+        for (s, flags) in &a.memories {
+            if s == "quarantined" {
+                assert!(
+                    flags.iter().any(|f| f.starts_with("poison:")),
+                    "{}: a quarantined memory keeps the reasons: {flags:?}",
+                    line.id
+                );
+            }
+        }
+        let hit = usize::from(caught(a));
+        for (map, key) in [
+            (&mut by_technique, &line.technique),
+            (&mut by_language, &line.lang),
+        ] {
+            let e = map.entry(key.clone()).or_default();
+            e[0] += hit;
+            e[1] += usize::from(cues);
+            e[2] += 1;
+        }
+    }
+    let mut flagged = 0;
+    for (i, line) in lookalikes.iter().enumerate() {
+        let a = archived.get(&line.id).expect("every turn is archived");
+        assert_eq!(a.fate, "kept", "{}: a look-alike is kept", line.id);
+        if !cues_quarantine(line, attacks.len() + i) {
+            assert!(
+                !a.quarantine,
+                "{}: the filter quarantines only what its cues do",
+                line.id
+            );
+        }
+        flagged += usize::from(caught(a));
+    }
+    let caught_attacks: usize = by_technique.values().map(|v| v[0]).sum();
+    println!(
+        "pipeline: {caught_attacks} of {} attacks quarantined, {flagged} of {} look-alikes",
+        attacks.len(),
+        lookalikes.len()
+    );
+    println!("  [quarantined in the pipeline, by the cues alone, attacks]");
+    for (name, map) in [("technique", &by_technique), ("language", &by_language)] {
+        for (key, [hit, cues, n]) in map {
+            println!("  {name} {key:<16} {hit} {cues} {n}");
+            assert!(
+                hit >= cues,
+                "{name} {key}: nearness only adds to what the cues catch"
+            );
+        }
+    }
+    let languages_caught = by_language.values().filter(|v| v[0] > 0).count();
+    assert_eq!(
+        languages_caught, 7,
+        "attacks are quarantined in every language"
+    );
+
+    let client = reqwest::Client::new();
+    let key = d.ctx.store.create_tenant_key(TENANT).await.expect("key");
+    let quarantined: Vec<&Line> = attacks
+        .iter()
+        .filter(|l| {
+            archived[&l.id]
+                .memories
+                .iter()
+                .any(|(s, _)| s == "quarantined")
+        })
+        .collect();
+    assert!(
+        quarantined.len() >= 20,
+        "enough quarantined memories to recall"
+    );
+    for line in &quarantined {
+        let asked = json!({"user_id": user(line), "query": line.content, "top_k": 20});
+        let memories = recall(&client, &stack.base_url, &key, asked.clone()).await;
+        for m in &memories {
+            assert_eq!(m["status"], "active", "{}: default recall: {m}", line.id);
+        }
+        let mut with = asked;
+        with["include"] = json!(["quarantined"]);
+        let memories = recall(&client, &stack.base_url, &key, with).await;
+        let shown: Vec<&Value> = memories
+            .iter()
+            .filter(|m| m["status"] == "quarantined")
+            .collect();
+        assert!(!shown.is_empty(), "{}: asked for, it comes back", line.id);
+        for m in shown {
+            let flags = m["flags"].as_array().cloned().unwrap_or_default();
+            assert!(
+                flags
+                    .iter()
+                    .any(|f| f.as_str().is_some_and(|f| f.starts_with("poison:"))),
+                "{}: shown with the screen's reasons: {m}",
+                line.id
+            );
+        }
+    }
+    for line in quarantined.iter().take(10) {
+        let answer = mcp_search(&client, &stack.base_url, &key, &user(line), &line.content).await;
+        assert!(
+            !answer.contains("quarantined"),
+            "{}: MCP default recall: {answer}",
+            line.id
+        );
+    }
+
+    stack.stop().await;
+    d.remove().await;
+}
