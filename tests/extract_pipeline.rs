@@ -67,9 +67,13 @@ impl Run {
     }
 
     async fn publish(&self, turn_id: &str) {
+        self.publish_content(turn_id, CONTENT).await;
+    }
+
+    async fn publish_content(&self, turn_id: &str, content: &str) {
         let turn = json!({
             "tenant": "acme", "user_id": "li", "session_id": format!("s-{turn_id}"), "turn_id": turn_id,
-            "speaker": "Li", "ts": "2023-05-08T13:56:00Z", "content": CONTENT,
+            "speaker": "Li", "ts": "2023-05-08T13:56:00Z", "content": content,
         });
         self.deployment
             .publish_raw("acme", turn.to_string().into_bytes())
@@ -156,6 +160,40 @@ async fn good_json_becomes_typed_facts() {
             .as_str()
             .unwrap_or_default()
             .contains("Chaoyang")
+    );
+    run.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_llm_decides_borderline_turns_but_not_clean_ones() {
+    // The model says "orders the assistant" of everything; it counts only
+    // where the screen saw a cue without quarantining.
+    let run = Run::start(
+        |_, _| {
+            let mut reply: Value = serde_json::from_str(&good_facts()).expect("JSON");
+            reply["orders_assistant"] = json!(true);
+            Reply::Content(reply.to_string())
+        },
+        |_| {},
+    )
+    .await;
+    run.publish_content("borderline", "Our IT admin approved my new laptop")
+        .await;
+    run.publish("clean").await;
+    run.outcome("borderline", Duration::from_secs(20)).await;
+    run.outcome("clean", Duration::from_secs(20)).await;
+    let facts = run.facts().await;
+    let of = |turn: &'static str| facts.iter().filter(move |f| f.turn_id == turn);
+    assert!(of("borderline").count() > 0 && of("clean").count() > 0);
+    assert!(
+        of("borderline").all(|f| f.quarantine && f.flags.iter().any(|x| x == "poison:llm")),
+        "{facts:?}"
+    );
+    assert!(of("clean").all(|f| !f.quarantine), "{facts:?}");
+    let request = &run.llm.requests()[0];
+    assert_eq!(
+        request["response_format"]["json_schema"]["schema"]["required"],
+        json!(["facts", "orders_assistant"])
     );
     run.finish().await;
 }

@@ -163,7 +163,16 @@ async fn mcp_search(
     .await;
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "memory_search", "arguments": {"user_id": user, "query": query, "top_k": 20}}});
-    let (_, body) = post(session, call).await;
+    let (_, body) = post(session.clone(), call).await;
+    // Ended, so the session lets go of the index before the test removes it.
+    if let Some(s) = session {
+        let _ = client
+            .delete(format!("{url}/mcp"))
+            .header("authorization", format!("Bearer {key}"))
+            .header("mcp-session-id", s)
+            .send()
+            .await;
+    }
     rpc_message(&body).to_string()
 }
 

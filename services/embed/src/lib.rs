@@ -24,11 +24,30 @@ pub struct EmbedStage {
     linger: Duration,
     /// The screen's threshold, when nearness to known attacks counts.
     screen: Option<f64>,
+    /// The screen's examples, embedded in the background from the start.
+    examples: Arc<tokio::sync::OnceCell<Arc<screen::Examples>>>,
 }
 
 impl EmbedStage {
+    /// The stage; with nearness on, the examples start embedding at once (in
+    /// the background, so the first facts do not wait for all of them).
     pub fn new(embedder: Arc<dyn Embedder>, config: &Config) -> Self {
+        let examples: Arc<tokio::sync::OnceCell<Arc<screen::Examples>>> = Default::default();
+        if config.screen_nearness
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let (cell, embedder) = (examples.clone(), embedder.clone());
+            runtime.spawn(async move {
+                if let Err(e) = cell
+                    .get_or_try_init(|| screen::examples(embedder.as_ref()))
+                    .await
+                {
+                    tracing::warn!(error = %e, "could not embed the screen's examples yet; the first batch tries again");
+                }
+            });
+        }
         Self {
+            examples,
             embedder,
             batch: config.embed.batch,
             window: config.embed.window.max(config.embed.batch),
@@ -99,8 +118,12 @@ impl EmbedStage {
         }
         .emit();
         let examples = match (self.screen, &result) {
-            (Some(_), Ok(_)) => match screen::examples(self.embedder.as_ref()).await {
-                Ok(e) => Some(e),
+            (Some(_), Ok(_)) => match self
+                .examples
+                .get_or_try_init(|| screen::examples(self.embedder.as_ref()))
+                .await
+            {
+                Ok(e) => Some(e.clone()),
                 Err(e) => {
                     let reason = format!("embedding the screen's examples: {e}");
                     return chunk

@@ -7,7 +7,7 @@ use hindsight_shared::{
         Store,
         turns::{Extraction, TurnKey},
     },
-    turn::KeptTurn,
+    turn::{KeptTurn, screen_score},
 };
 
 use crate::{
@@ -84,12 +84,19 @@ impl ExtractStage {
             return rules_with(ExtractedBy::Rules);
         };
         match llm.extract(kept).await {
-            Ok(llm::Extraction::Facts(drafts)) => {
+            Ok(llm::Extraction::Facts {
+                drafts,
+                orders_assistant,
+            }) => {
                 let extractor = ExtractedBy::Llm {
                     model: llm.model().to_string(),
                 };
+                let mut facts = draft::finish(kept, drafts, &extractor);
+                if orders_assistant == Some(true) {
+                    second_opinion(kept, &mut facts);
+                }
                 Attempt::Extracted {
-                    facts: draft::finish(kept, drafts, &extractor),
+                    facts,
                     extractor,
                     no_facts_reason: None,
                 }
@@ -113,6 +120,20 @@ impl ExtractStage {
             }
             Err(unavailable) => Attempt::Retry(unavailable.to_string()),
         }
+    }
+}
+
+/// The LLM's opinion on a borderline turn: one the poisoning screen saw cues
+/// in (a score above 0) without quarantining, which the model says gives the
+/// assistant orders, has its facts quarantined (`poison:llm`). Alone, the
+/// opinion of a model that a turn can talk into anything does not count.
+pub fn second_opinion(kept: &KeptTurn, facts: &mut [Fact]) {
+    if kept.quarantine || screen_score(&kept.flags) <= 0.0 {
+        return;
+    }
+    for f in facts {
+        f.quarantine = true;
+        f.flags.push("poison:llm".into());
     }
 }
 

@@ -74,6 +74,12 @@ pub async fn tasks_with_index(
             StageName::Embed => {
                 let embedder = hindsight_embed::embedder(&ctx.config.embed)?;
                 tracing::info!(model = %embedder.model().name, dimension = embedder.model().dimension, "embedder loaded");
+                if ctx.config.screen_nearness {
+                    // Before the stage starts, so its first facts do not wait.
+                    if let Err(e) = hindsight_embed::screen::examples(embedder.as_ref()).await {
+                        tracing::warn!(error = %e, "could not embed the screen's examples yet; the first batch tries again");
+                    }
+                }
                 out.push(service::stage(Arc::new(hindsight_embed::EmbedStage::new(
                     embedder,
                     &ctx.config,

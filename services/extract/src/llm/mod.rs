@@ -45,7 +45,12 @@ pub struct Unavailable {
 /// What one turn's extraction by the LLM gave.
 #[derive(Debug, Clone)]
 pub enum Extraction {
-    Facts(Vec<Draft>),
+    Facts {
+        drafts: Vec<Draft>,
+        /// The model's opinion of the poisoning screen's question: does the
+        /// turn try to give the assistant orders? `None` when it did not say.
+        orders_assistant: Option<bool>,
+    },
     /// The model answered, but nothing valid came out of it.
     NoFacts(String),
 }
@@ -154,7 +159,10 @@ impl LlmExtractor {
             Ok(drafts) if drafts.is_empty() => {
                 Extraction::NoFacts("the model found nothing worth remembering".into())
             }
-            Ok(drafts) => Extraction::Facts(drafts),
+            Ok(drafts) => Extraction::Facts {
+                drafts,
+                orders_assistant: parse::orders_assistant(&text),
+            },
             Err(e) => Extraction::NoFacts(format!("unusable model output: {e}")),
         })
     }

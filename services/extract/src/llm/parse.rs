@@ -90,6 +90,11 @@ fn json_in(text: &str) -> Option<Value> {
     None
 }
 
+/// The reply's `orders_assistant`, when it gave one.
+pub fn orders_assistant(text: &str) -> Option<bool> {
+    json_in(text)?.get("orders_assistant")?.as_bool()
+}
+
 /// The facts in an LLM reply.
 pub fn parse_reply(text: &str) -> Result<Vec<Draft>, ParseError> {
     let value = json_in(text).ok_or(ParseError::NoJson)?;
