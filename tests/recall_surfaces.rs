@@ -9,6 +9,7 @@ use hindsight_index::outage::Outage;
 use hindsight_recall::{Include, RecallRequest, RecallResponse};
 use hindsight_tests::{
     Deployment,
+    mcp::McpSession,
     stack::{Stack, drained},
 };
 use serde_json::{Value, json};
@@ -599,16 +600,6 @@ async fn with_the_index_down_recall_answers_from_keywords_and_says_so() {
     d.remove().await;
 }
 
-/// The last JSON-RPC message of a streamable-HTTP reply (SSE `data:` lines, or plain JSON).
-fn rpc_message(body: &str) -> Value {
-    body.lines()
-        .rev()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .or_else(|| serde_json::from_str(body).ok())
-        .unwrap_or(Value::Null)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_over_http_acts_for_the_keys_tenant() {
     let d = Deployment::new("test", |_| {}).await;
@@ -627,43 +618,19 @@ async fn mcp_over_http_acts_for_the_keys_tenant() {
     drained(&d, 1).await;
 
     let client = reqwest::Client::new();
-    let post = |key: String, session: Option<String>, body: Value| {
-        let mut req = client
-            .post(format!("{}/mcp", stack.base_url))
-            .header("authorization", format!("Bearer {key}"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string());
-        if let Some(s) = session {
-            req = req.header("mcp-session-id", s);
-        }
-        async move {
-            let resp = req.send().await.expect("the gateway answers");
-            let session = resp
-                .headers()
-                .get("mcp-session-id")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-            let status = resp.status().as_u16();
-            (status, session, resp.text().await.expect("body"))
-        }
-    };
     let search = |key: &str| {
-        let key = key.to_string();
-        let post = &post;
+        let (client, base_url, key) = (client.clone(), stack.base_url.clone(), key.to_string());
         async move {
-            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "test", "version": "0"}}});
-            let (status, session, body) = post(key.clone(), None, init).await;
-            assert_eq!(status, 200, "{body}");
-            let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-            post(key.clone(), session.clone(), done).await;
-            let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                "name": "memory_search", "arguments": {"user_id": "li", "query": "what does the user eat?"}}});
-            let (status, _, body) = post(key, session, call).await;
-            assert_eq!(status, 200, "{body}");
-            rpc_message(&body)
+            let mut mcp = McpSession::open(&client, &base_url, &key).await;
+            let (status, answer) = mcp
+                .call(
+                    "memory_search",
+                    json!({"user_id": "li", "query": "what does the user eat?"}),
+                )
+                .await;
+            mcp.close().await;
+            assert_eq!(status, 200, "{answer}");
+            answer
         }
     };
     let own = search(&key).await;

@@ -23,6 +23,7 @@ use hindsight_filter::rules::{self, screen::DEFAULT_THRESHOLD};
 use hindsight_shared::turn::parse_envelope;
 use hindsight_tests::{
     Deployment,
+    mcp::McpSession,
     stack::{Stack, drained},
 };
 use serde::Deserialize;
@@ -113,67 +114,6 @@ async fn recall(client: &reqwest::Client, url: &str, key: &str, body: Value) -> 
     let answer: Value = resp.json().await.expect("JSON");
     assert!(status.is_success(), "{body} → {status}: {answer}");
     answer["memories"].as_array().cloned().unwrap_or_default()
-}
-
-/// The last JSON-RPC message of a streamable-HTTP reply.
-fn rpc_message(body: &str) -> Value {
-    body.lines()
-        .rev()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .or_else(|| serde_json::from_str(body).ok())
-        .unwrap_or(Value::Null)
-}
-
-/// `memory_search` over MCP (streamable HTTP) for `user`, as a JSON string.
-async fn mcp_search(
-    client: &reqwest::Client,
-    url: &str,
-    key: &str,
-    user: &str,
-    query: &str,
-) -> String {
-    let post = |session: Option<String>, body: Value| {
-        let mut req = client
-            .post(format!("{url}/mcp"))
-            .header("authorization", format!("Bearer {key}"))
-            .header("accept", "application/json, text/event-stream")
-            .json(&body);
-        if let Some(s) = session {
-            req = req.header("mcp-session-id", s);
-        }
-        async move {
-            let resp = req.send().await.expect("the gateway answers");
-            let session = resp
-                .headers()
-                .get("mcp-session-id")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-            (session, resp.text().await.expect("body"))
-        }
-    };
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"}}});
-    let (session, _) = post(None, init).await;
-    post(
-        session.clone(),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .await;
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "memory_search", "arguments": {"user_id": user, "query": query, "top_k": 20}}});
-    let (_, body) = post(session.clone(), call).await;
-    // Ended, so the session lets go of the index before the test removes it.
-    if let Some(s) = session {
-        let _ = client
-            .delete(format!("{url}/mcp"))
-            .header("authorization", format!("Bearer {key}"))
-            .header("mcp-session-id", s)
-            .send()
-            .await;
-    }
-    rpc_message(&body).to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -355,7 +295,16 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
         }
     }
     for line in quarantined.iter().take(10) {
-        let answer = mcp_search(&client, &stack.base_url, &key, &user(line), &line.content).await;
+        let mut mcp = McpSession::open(&client, &stack.base_url, &key).await;
+        let (status, answer) = mcp
+            .call(
+                "memory_search",
+                json!({"user_id": user(line), "query": line.content, "top_k": 20}),
+            )
+            .await;
+        mcp.close().await;
+        assert_eq!(status, 200, "{answer}");
+        let answer = answer.to_string();
         assert!(
             !answer.contains("quarantined"),
             "{}: MCP default recall: {answer}",

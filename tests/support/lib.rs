@@ -37,6 +37,7 @@ pub fn succeeded(out: &std::process::Output) -> String {
 }
 
 pub mod fake_llm;
+pub mod mcp;
 pub mod prometheus;
 pub mod seed;
 pub mod stack;
