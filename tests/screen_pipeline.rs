@@ -6,7 +6,8 @@
 //! - The pipeline carries out the screen's verdict: every attack the cues
 //!   quarantine offline is quarantined in the archive with its score and
 //!   reasons, and so is every memory of it; the embed stage's nearness
-//!   quarantines more, never less. Every language has attacks quarantined
+//!   quarantines more, never less, and persist marks the turn of a fact it
+//!   quarantined. Every language has attacks quarantined
 //!   (per technique, the printed table; false consent is the screen's
 //!   weakest). Look-alikes are kept, and those the cues pass are not
 //!   quarantined by the filter.
@@ -163,6 +164,13 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
             a.memories.push((status, flags));
         }
     }
+    // Quarantined after the filter: nearness (or an LLM) quarantined a fact,
+    // and persist marked the turn.
+    let later = |a: &Archived| {
+        a.flags
+            .iter()
+            .any(|f| f.starts_with("poison:similar") || f == "poison:llm")
+    };
     // Caught: quarantined by the filter, or every memory of it quarantined
     // (by nearness at the embed stage); a turn that made no memory and was
     // not quarantined is not caught.
@@ -192,10 +200,17 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
                 a.flags
             );
         }
-        if a.quarantine {
+        if a.quarantine && !later(a) {
             assert!(
                 a.memories.iter().all(|(s, _)| s == "quarantined"),
-                "{}: every memory of a quarantined turn is quarantined",
+                "{}: every memory of a turn the filter quarantined is quarantined",
+                line.id
+            );
+        }
+        if later(a) {
+            assert!(
+                a.quarantine && a.memories.iter().any(|(s, _)| s == "quarantined"),
+                "{}: a fact quarantined after the filter marks its turn",
                 line.id
             );
         }
@@ -225,7 +240,7 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
         assert_eq!(a.fate, "kept", "{}: a look-alike is kept", line.id);
         if !cues_quarantine(line, attacks.len() + i) {
             assert!(
-                !a.quarantine,
+                !a.quarantine || later(a),
                 "{}: the filter quarantines only what its cues do",
                 line.id
             );

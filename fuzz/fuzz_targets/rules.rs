@@ -11,7 +11,8 @@
 //!   clause is cut at `MAX_FACT_CHARS` characters, and only date phrases and the
 //!   speaker's name (replacing a pronoun, or in "<speaker> asked: ") lengthen it;
 //! - no control characters (tab, newline, carriage return aside) in content or
-//!   entities; the speaker is the first entity; no entity is empty;
+//!   entities; the speaker, as a fact writes the name (`written_name`), is the
+//!   first entity; no entity is empty;
 //! - importance finite within 0–1; a fact's validity ends after it occurred;
 //! - the facts survive the JSON round trip of the extract stage's archive.
 #![no_main]
@@ -19,7 +20,7 @@
 use chrono::{DateTime, TimeZone, Utc};
 use hindsight_extract::{
     draft::finish,
-    rules::{MAX_FACT_CHARS, extract},
+    rules::{MAX_FACT_CHARS, extract, written_name},
 };
 use hindsight_shared::{
     fact::{ExtractedBy, Fact},
@@ -82,7 +83,12 @@ fuzz_target!(|data: &[u8]| {
             "control character in {:?}",
             d.content
         );
-        assert_eq!(d.entities.first(), Some(speaker), "{:?}", d.entities);
+        assert_eq!(
+            d.entities.first(),
+            Some(&written_name(speaker)),
+            "{:?}",
+            d.entities
+        );
         for e in &d.entities {
             assert!(!e.trim().is_empty(), "empty entity in {:?}", d.entities);
             assert!(!e.chars().any(control), "control character in entity {e:?}");

@@ -11,6 +11,7 @@ use hindsight_shared::{
     store::{
         Store, StoreError,
         memories::{self, Candidate, NewMemory},
+        turns,
     },
 };
 use serde_json::json;
@@ -197,6 +198,9 @@ impl PersistStage {
                     memories::add_source(&mut tx, new_id, tenant, &f.fact_id, &f.turn_id).await?;
                     memories::add_event(&mut tx, new_id, tenant, "create", "persist", detail)
                         .await?;
+                    if f.quarantine {
+                        turns::quarantine_later(&mut tx, tenant, &f.turn_id, &f.flags).await?;
+                    }
                     if memory.status == "active" {
                         candidates.push(candidate(&memory));
                     }

@@ -314,3 +314,27 @@ impl Store {
         .await?)
     }
 }
+
+/// Marks an archived turn quarantined after the filter kept it as trusted:
+/// a later stage's screen (nearness at the embed stage, the LLM's opinion)
+/// quarantined one of its facts. `flags` join the turn's own (once each), so
+/// the archive shows why; a turn already quarantined is left as it is.
+pub async fn quarantine_later(
+    conn: &mut sqlx::PgConnection,
+    tenant: &str,
+    turn_id: &str,
+    flags: &[String],
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE turns
+            SET quarantine = true,
+                flags = ARRAY(SELECT DISTINCT f FROM unnest(flags || $3::text[]) AS f ORDER BY f)
+          WHERE tenant = $1 AND turn_id = $2 AND NOT quarantine",
+    )
+    .bind(tenant)
+    .bind(turn_id)
+    .bind(flags)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
