@@ -26,16 +26,25 @@ pub async fn examples(embedder: &dyn Embedder) -> Result<Arc<semantic::Examples>
         return Ok(e);
     }
     let texts = semantic::example_texts();
-    let mut vectors = Vec::with_capacity(texts.len());
     let contents: Vec<String> = texts.iter().map(|t| t.content.clone()).collect();
-    for chunk in contents.chunks(16) {
-        vectors.extend(embedder.embed(chunk).await?);
-    }
+    let vectors = embed_all(embedder, &contents).await?;
     let examples = Arc::new(semantic::Examples::new(texts, vectors));
     if let Ok(mut m) = EXAMPLES.lock() {
         m.insert(key, examples.clone());
     }
     Ok(examples)
+}
+
+/// Vectors of `texts`, embedded 16 at a time.
+pub async fn embed_all(
+    embedder: &dyn Embedder,
+    texts: &[String],
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let mut vectors = Vec::with_capacity(texts.len());
+    for chunk in texts.chunks(16) {
+        vectors.extend(embedder.embed(chunk).await?);
+    }
+    Ok(vectors)
 }
 
 /// Judges one embedded fact: its turn's score plus what its nearness adds;

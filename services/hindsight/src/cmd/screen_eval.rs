@@ -132,12 +132,9 @@ async fn nearness(
     embedder: &dyn Embedder,
     lines: &[&Line],
 ) -> anyhow::Result<BTreeMap<String, semantic::Nearness>> {
-    let texts = semantic::example_texts();
-    let examples = semantic::Examples::new(
-        texts.clone(),
-        embed(embedder, texts.iter().map(|t| t.content.clone()).collect()).await?,
-    );
-    let vectors = embed(embedder, lines.iter().map(|l| l.content.clone()).collect()).await?;
+    let examples = hindsight_embed::screen::examples(embedder).await?;
+    let contents: Vec<String> = lines.iter().map(|l| l.content.clone()).collect();
+    let vectors = hindsight_embed::screen::embed_all(embedder, &contents).await?;
     Ok(lines
         .iter()
         .zip(vectors)
@@ -146,14 +143,6 @@ async fn nearness(
             (l.id.clone(), examples.nearness(&v, own))
         })
         .collect())
-}
-
-async fn embed(embedder: &dyn Embedder, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
-    let mut out = Vec::with_capacity(texts.len());
-    for chunk in texts.chunks(16) {
-        out.extend(embedder.embed(chunk).await?);
-    }
-    Ok(out)
 }
 
 /// Scores the corpus in `dir` on `split`; with `embedder`, nearness counts too.
