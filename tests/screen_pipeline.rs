@@ -92,7 +92,7 @@ fn cues_quarantine(line: &Line, i: usize) -> bool {
         chrono::Utc::now(),
     )
     .expect("valid");
-    rules::assess(&turn).score >= DEFAULT_THRESHOLD
+    rules::assess(&turn, Some(rules::screen::learnt::model())).score >= DEFAULT_THRESHOLD
 }
 
 struct Archived {

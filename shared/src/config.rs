@@ -188,6 +188,11 @@ pub const SETTINGS: &[Setting] = &[
         "Whether the embed stage adds a fact's nearness to known attacks (the tune part of `tests/corpus/screen/`, compiled in) to its turn's screen score, quarantining the fact at the same threshold; `off` leaves the screen to its cues.",
     ),
     setting(
+        "HINDSIGHT_SCREEN_LEARNT",
+        "on",
+        "Whether the filter's screen adds its learnt model's opinion (logistic regression over the text's character runs, fit at start to the tune part of `tests/corpus/screen/`, compiled in): up to 0.8 onto the score for text like the attacks, up to 0.8 off for text like the look-alikes. `off` leaves the filter to its cues.",
+    ),
+    setting(
         "HINDSIGHT_FACT_CONTEXT",
         "on",
         "`on`: each fact keeps the turn its turn replied to (the session's previous kept turn, never a quarantined one): the LLM reads it, the keyword channel searches it, recall shows it. `off`: facts stand alone.",
@@ -318,6 +323,7 @@ pub struct Config {
     pub dedupe_threshold: f32,
     pub screen_threshold: f64,
     pub screen_nearness: bool,
+    pub screen_learnt: bool,
     pub fact_context: bool,
     pub recall: RecallConfig,
     pub mcp_allowed_hosts: Vec<String>,
@@ -453,6 +459,7 @@ impl Config {
             })?,
             screen_threshold: parse_with(get("HINDSIGHT_SCREEN_THRESHOLD"), non_negative)?,
             screen_nearness: parse_with(get("HINDSIGHT_SCREEN_NEARNESS"), on_off)?,
+            screen_learnt: parse_with(get("HINDSIGHT_SCREEN_LEARNT"), on_off)?,
             fact_context: parse_with(get("HINDSIGHT_FACT_CONTEXT"), on_off)?,
             recall: RecallConfig {
                 weights: parse_with(get("HINDSIGHT_RECALL_WEIGHTS"), weights)?,
@@ -614,6 +621,10 @@ impl Config {
             (
                 "HINDSIGHT_SCREEN_NEARNESS",
                 if self.screen_nearness { "on" } else { "off" }.into(),
+            ),
+            (
+                "HINDSIGHT_SCREEN_LEARNT",
+                if self.screen_learnt { "on" } else { "off" }.into(),
             ),
             (
                 "HINDSIGHT_FACT_CONTEXT",

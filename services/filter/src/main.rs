@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use hindsight_filter::FilterStage;
 use hindsight_shared::service;
 
 #[global_allocator]
@@ -11,9 +10,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     service::main("filter", |ctx| {
-        let stage = Arc::new(
-            FilterStage::new(ctx.store.clone()).quarantining_at(ctx.config.screen_threshold),
-        );
+        let stage = Arc::new(hindsight_filter::from_config(
+            &ctx.config,
+            ctx.store.clone(),
+        ));
         Ok(vec![service::stage(stage)])
     })
     .await

@@ -17,21 +17,21 @@ use crate::rules::{self, Fate, Verdict};
 /// The filter stage over its archive.
 pub struct FilterStage {
     store: Store,
-    threshold: f64,
+    screen: rules::screen::Settings,
 }
 
 impl FilterStage {
     pub fn new(store: Store) -> Self {
         Self {
             store,
-            threshold: rules::screen::DEFAULT_THRESHOLD,
+            screen: rules::screen::Settings::default(),
         }
     }
 
-    /// Quarantines turns the poisoning screen scores at `threshold` or more
-    /// (`HINDSIGHT_SCREEN_THRESHOLD`).
-    pub fn quarantining_at(mut self, threshold: f64) -> Self {
-        self.threshold = threshold;
+    /// Screens with `screen`: quarantines turns scored at its threshold or
+    /// more (`HINDSIGHT_SCREEN_THRESHOLD`, `HINDSIGHT_SCREEN_LEARNT`).
+    pub fn screening(mut self, screen: rules::screen::Settings) -> Self {
+        self.screen = screen;
         self
     }
 }
@@ -179,7 +179,7 @@ impl Stage for FilterStage {
             let verdict = rules::judge(
                 turn,
                 previous.get(&speaker_key).map(String::as_str),
-                self.threshold,
+                self.screen,
             );
             if let Plan::New(_) = plan {
                 rows.push(row(turn, &verdict, delivery.stream_seq));

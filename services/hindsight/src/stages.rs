@@ -2,7 +2,6 @@
 
 use std::{sync::Arc, time::Duration};
 
-use hindsight_filter::FilterStage;
 use hindsight_index::VectorIndex;
 use hindsight_persist::{PersistStage, reconcile};
 use hindsight_shared::service::{self, Context, StageTask};
@@ -65,9 +64,10 @@ pub async fn tasks_with_index(
     let mut out = Vec::new();
     for name in names {
         match name {
-            StageName::Filter => out.push(service::stage(Arc::new(
-                FilterStage::new(ctx.store.clone()).quarantining_at(ctx.config.screen_threshold),
-            ))),
+            StageName::Filter => out.push(service::stage(Arc::new(hindsight_filter::from_config(
+                &ctx.config,
+                ctx.store.clone(),
+            )))),
             StageName::Extract => out.push(service::stage(Arc::new(
                 hindsight_extract::from_config(&ctx.config, ctx.store.clone())?,
             ))),

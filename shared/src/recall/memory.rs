@@ -64,9 +64,14 @@ pub fn shown_context(c: &TurnContext) -> String {
 }
 
 impl RecalledMemory {
-    /// Whether the screen saw orders to the agent in it (quarantined or not).
+    /// Whether the screen saw orders to the agent in it (quarantined or not):
+    /// a cue of what the text does. Likeness to the corpus's attacks alone
+    /// (`learnt:`, `similar:`) is a near miss, not an order.
     pub fn reads_as_order(&self) -> bool {
-        self.flags.iter().any(|f| f.starts_with("poison:"))
+        self.flags.iter().any(|f| {
+            f.strip_prefix("poison:")
+                .is_some_and(|r| !r.starts_with("learnt:") && !r.starts_with("similar:"))
+        })
     }
 
     /// Who a reader is told the memory came from.

@@ -79,7 +79,14 @@ pub enum Command {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
-        /// Leave out nearness to the corpus's examples (no embedding model).
+        /// Leave out nearness to the corpus's examples (no embedding model;
+        /// `HINDSIGHT_SCREEN_NEARNESS=off`).
+        #[arg(long)]
+        no_nearness: bool,
+        /// Leave out the learnt model (`HINDSIGHT_SCREEN_LEARNT=off`).
+        #[arg(long)]
+        no_learnt: bool,
+        /// The cues alone: `--no-nearness --no-learnt`.
         #[arg(long)]
         cues_only: bool,
     },
@@ -146,17 +153,25 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             threshold,
             verbose,
             json,
+            no_nearness,
+            no_learnt,
             cues_only,
         } => {
-            let embedder = if cues_only {
+            let embedder = if cues_only || no_nearness {
                 None
             } else {
                 let config = hindsight_shared::config::Config::from_env()?;
                 Some(hindsight_embedder::from_config(&config.embed)?)
             };
-            let report =
-                super::screen_eval::run(&dir, split, threshold, verbose, embedder.as_deref())
-                    .await?;
+            let report = super::screen_eval::run(
+                &dir,
+                split,
+                threshold,
+                verbose,
+                embedder.as_deref(),
+                !(no_learnt || cues_only),
+            )
+            .await?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
@@ -213,7 +228,7 @@ fn extraction(path: &std::path::Path, sample: usize) -> anyhow::Result<Extractio
         let verdict = judge(
             &turn,
             previous.get(&speaker_key).map(String::as_str),
-            hindsight_filter::rules::screen::DEFAULT_THRESHOLD,
+            hindsight_filter::rules::screen::Settings::default(),
         );
         previous.insert(speaker_key, verdict.content.clone());
         if verdict.fate != Fate::Keep {

@@ -9,7 +9,9 @@
 //! With the embedding model (the default), each line's nearness to the
 //! corpus's `tune` examples counts as in the pipeline's embed stage; a `tune`
 //! line is compared without the examples of its own family, so the tune
-//! numbers are not inflated by the line finding itself.
+//! numbers are not inflated by the line finding itself. The learnt model is
+//! likewise fit without a `tune` line's family: the families are dealt into
+//! [`FOLDS`] parts, and each part is judged by a model fit to the others.
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -17,7 +19,11 @@ use anyhow::Context;
 use hindsight_embedder::Embedder;
 use hindsight_filter::rules::{
     assess,
-    screen::{self, semantic},
+    screen::{
+        self,
+        learnt::{self, Model},
+        semantic,
+    },
 };
 use hindsight_shared::turn::parse_envelope;
 use serde::{Deserialize, Serialize};
@@ -109,8 +115,9 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<Line>> {
         .collect()
 }
 
-/// The screen's assessment of `line`, published as its source would publish it.
-pub fn assessed(line: &Line) -> anyhow::Result<screen::Assessment> {
+/// The screen's assessment of `line`, published as its source would publish
+/// it, with `model` (none: cues only).
+pub fn assessed(line: &Line, model: Option<&Model>) -> anyhow::Result<screen::Assessment> {
     let (role, source) = match line.source.as_str() {
         "user" => ("user", "user"),
         "agent" => ("assistant", "agent"),
@@ -124,7 +131,65 @@ pub fn assessed(line: &Line) -> anyhow::Result<screen::Assessment> {
     });
     let turn = parse_envelope(envelope.to_string().as_bytes(), "eval", chrono::Utc::now())
         .map_err(|e| anyhow::anyhow!("{}: {e}", line.id))?;
-    Ok(assess(&turn))
+    Ok(assess(&turn, model))
+}
+
+/// How many parts the `tune` families are dealt into for judging `tune` lines.
+pub const FOLDS: u64 = 5;
+
+/// A family's part: a stable hash, so that the parts do not follow file order.
+fn fold_of(family: &str) -> u64 {
+    family.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    }) % FOLDS
+}
+
+/// The learnt models: one fit to all `tune` lines (for everything else), and
+/// one per part fit without that part (for the part's own `tune` lines).
+struct Models {
+    all: Model,
+    without: Vec<Model>,
+}
+
+impl Models {
+    fn fit(lines: &[&Line]) -> anyhow::Result<Models> {
+        let examples: Vec<(u64, learnt::Example)> = lines
+            .iter()
+            .filter(|l| l.split == "tune")
+            .map(|l| {
+                let source = semantic::corpus_source(&l.source)
+                    .ok_or_else(|| anyhow::anyhow!("{}: unknown source {:?}", l.id, l.source))?;
+                Ok((
+                    fold_of(&l.family),
+                    learnt::Example {
+                        folded: screen::normalise::fold(&l.content),
+                        source,
+                        attack: l.id.starts_with("a-"),
+                    },
+                ))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let fit = |keep: &dyn Fn(u64) -> bool| {
+            let part: Vec<learnt::Example> = examples
+                .iter()
+                .filter(|(f, _)| keep(*f))
+                .map(|(_, e)| e.clone())
+                .collect();
+            Model::train(&part)
+        };
+        Ok(Models {
+            all: fit(&|_| true),
+            without: (0..FOLDS).map(|k| fit(&|f| f != k)).collect(),
+        })
+    }
+
+    fn for_line(&self, line: &Line) -> &Model {
+        if line.split == "tune" {
+            &self.without[fold_of(&line.family) as usize]
+        } else {
+            &self.all
+        }
+    }
 }
 
 /// Each line's nearness to the examples, by id.
@@ -152,9 +217,16 @@ pub async fn run(
     threshold: f64,
     verbose: bool,
     embedder: Option<&dyn Embedder>,
+    with_learnt: bool,
 ) -> anyhow::Result<Report> {
     let attacks = read(&dir.join("attacks.jsonl"))?;
     let lookalikes = read(&dir.join("lookalikes.jsonl"))?;
+    let models = if with_learnt {
+        let all: Vec<&Line> = attacks.iter().chain(&lookalikes).collect();
+        Some(Models::fit(&all)?)
+    } else {
+        None
+    };
     let near = match embedder {
         Some(e) => {
             let lines: Vec<&Line> = attacks
@@ -167,7 +239,7 @@ pub async fn run(
         None => BTreeMap::new(),
     };
     let judged = |line: &Line| -> anyhow::Result<bool> {
-        let mut a = assessed(line)?;
+        let mut a = assessed(line, models.as_ref().map(|m| m.for_line(line)))?;
         if let Some(&n) = near.get(&line.id) {
             semantic::judge(&mut a, &line.content, n);
         }

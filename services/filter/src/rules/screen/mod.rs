@@ -14,6 +14,7 @@
 //! Payloads found encoded in the text are decoded and screened as well.
 
 mod cues;
+pub mod learnt;
 pub mod normalise;
 pub mod semantic;
 
@@ -98,9 +99,39 @@ fn quotes(text: &str) -> bool {
 /// What a tool result or a document adds when it gives orders.
 const FROM_DATA: f64 = 0.5;
 
-/// Screens `text`, as published, from `source`.
+/// How the filter runs the screen (`HINDSIGHT_SCREEN_THRESHOLD`,
+/// `HINDSIGHT_SCREEN_LEARNT`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// The score at which a turn is quarantined.
+    pub threshold: f64,
+    /// Whether the learnt model ([`learnt`]) counts.
+    pub learnt: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            threshold: DEFAULT_THRESHOLD,
+            learnt: true,
+        }
+    }
+}
+
+/// Screens `text`, as published, from `source`, with the learnt model from
+/// the corpus.
 pub fn assess(text: &str, source: Source) -> Assessment {
-    let mut a = assess_folded(&normalise::fold(text), source);
+    assess_with(text, source, Some(learnt::model()))
+}
+
+/// Screens `text` from `source` with `model` (none: cues only).
+pub fn assess_with(text: &str, source: Source, model: Option<&learnt::Model>) -> Assessment {
+    let folded = normalise::fold(text);
+    let mut a = assess_folded(&folded, source);
+    if let Some(model) = model {
+        let p = model.probability(&folded, source);
+        a.add(learnt::WEIGHT * (2.0 * p - 1.0), format!("learnt:{:.2}", p));
+    }
     for payload in normalise::decoded(text) {
         let inner = assess_folded(&normalise::fold(&payload), source);
         if inner.score > 0.0 {

@@ -10,6 +10,7 @@
 //! all-MiniLM-L6-v2 reads English (other scripts come out as near-identical
 //! vectors), so nearness counts only for text mostly in Latin letters.
 
+use hindsight_shared::turn::Source;
 use serde::Deserialize;
 
 use super::Assessment;
@@ -26,6 +27,8 @@ pub struct ExampleText {
     pub family: String,
     pub attack: bool,
     pub content: String,
+    /// Where the text came from (a corpus `document` is external content).
+    pub source: Source,
 }
 
 #[derive(Deserialize)]
@@ -33,6 +36,18 @@ struct Line {
     family: String,
     content: String,
     split: String,
+    source: String,
+}
+
+/// A corpus line's `source` as the pipeline's.
+pub fn corpus_source(name: &str) -> Option<Source> {
+    Some(match name {
+        "user" => Source::User,
+        "agent" => Source::Agent,
+        "tool" => Source::Tool,
+        "document" => Source::External,
+        _ => return None,
+    })
 }
 
 /// The example texts: every `tune` line of the corpus.
@@ -41,10 +56,13 @@ pub fn example_texts() -> Vec<ExampleText> {
         data.lines()
             .filter_map(|l| serde_json::from_str::<Line>(l).ok())
             .filter(|l| l.split == "tune")
-            .map(|l| ExampleText {
-                family: l.family,
-                attack,
-                content: l.content,
+            .filter_map(|l| {
+                Some(ExampleText {
+                    source: corpus_source(&l.source)?,
+                    family: l.family,
+                    attack,
+                    content: l.content,
+                })
             })
             .collect()
     };
@@ -172,6 +190,7 @@ mod tests {
             family: family.into(),
             attack,
             content: String::new(),
+            source: Source::User,
         };
         let examples = Examples::new(
             vec![text("a", true), text("b", true), text("c", false)],

@@ -1,0 +1,266 @@
+//! A linear model over the characters of the text: the screen's third
+//! signal, learnt at start from the `tune` part of the screen corpus
+//! (`tests/corpus/screen/`), so that the data is the model and nothing
+//! derived from it is kept beside it.
+//!
+//! The cues ask what a text does with words someone wrote down for each
+//! language; the model weighs every run of 2 to 4 characters of the folded
+//! text (which also reads Chinese and Japanese, where words have no spaces)
+//! by how it separated attacks from look-alikes. It is logistic regression
+//! with an L2 penalty, fit by AdaGrad in a fixed order, so every process
+//! learns the same weights. What it adds to the screen's score is
+//! [`WEIGHT`] × (2p − 1) for the model's probability p that the text is an
+//! attack: it also takes off, for text that reads like the look-alikes.
+
+use std::{
+    collections::HashMap,
+    hash::{BuildHasherDefault, Hasher},
+    sync::OnceLock,
+};
+
+use hindsight_shared::turn::Source;
+
+/// How much the model can add to (or take off) the screen's score.
+pub const WEIGHT: f64 = 0.8;
+
+/// Lengths of the character runs read.
+const GRAMS: std::ops::RangeInclusive<usize> = 2..=4;
+/// A run must occur in this many training texts to be weighed.
+const MIN_TEXTS: usize = 2;
+const EPOCHS: usize = 30;
+const RATE: f32 = 0.5;
+/// The L2 penalty, per update.
+const PENALTY: f32 = 1e-4;
+
+/// One training text: already folded ([`super::normalise::fold`]).
+#[derive(Debug, Clone)]
+pub struct Example {
+    pub folded: String,
+    pub source: Source,
+    pub attack: bool,
+}
+
+/// The learnt weights, keyed by the hash of a run (or of the source).
+#[derive(Debug, Default)]
+pub struct Model {
+    weights: HashMap<u64, f32, BuildHasherDefault<Passthrough>>,
+    bias: f32,
+}
+
+/// Keys are hashes already.
+#[derive(Default)]
+pub struct Passthrough(u64);
+
+impl Hasher for Passthrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// FNV-1a, 64 bits: runs are a few bytes long.
+fn hash(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The features of one text: each distinct run once, and the source, each
+/// with the same value so that the vector has length 1.
+fn features(folded: &str, source: Source) -> Vec<u64> {
+    let mut text = String::with_capacity(folded.len() + 2);
+    text.push(' ');
+    let mut space = true;
+    for c in folded.chars() {
+        if c.is_whitespace() {
+            if !space {
+                text.push(' ');
+            }
+            space = true;
+        } else {
+            text.push(c);
+            space = false;
+        }
+    }
+    if !space {
+        text.push(' ');
+    }
+    let starts: Vec<usize> = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain([text.len()])
+        .collect();
+    let mut keys = Vec::with_capacity(starts.len() * 3 + 1);
+    for n in GRAMS {
+        for w in starts.windows(n + 1) {
+            let run = &text[w[0]..w[n]];
+            // A run that is all spaces or one letter between spaces says nothing.
+            if run.trim().chars().count() >= 2 {
+                keys.push(hash(run.as_bytes()));
+            }
+        }
+    }
+    keys.push(hash(format!("source:{}", source.as_str()).as_bytes()));
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+impl Model {
+    /// Fits the model to `examples`.
+    pub fn train(examples: &[Example]) -> Model {
+        let docs: Vec<Vec<u64>> = examples
+            .iter()
+            .map(|e| features(&e.folded, e.source))
+            .collect();
+        let mut texts: HashMap<u64, usize> = HashMap::new();
+        for d in &docs {
+            for &k in d {
+                *texts.entry(k).or_default() += 1;
+            }
+        }
+        let mut index: HashMap<u64, u32> = HashMap::new();
+        for (&k, &n) in &texts {
+            if n >= MIN_TEXTS {
+                let next = index.len() as u32;
+                index.insert(k, next);
+            }
+        }
+        let rows: Vec<(Vec<u32>, f32)> = docs
+            .iter()
+            .map(|d| {
+                let mut row: Vec<u32> = d.iter().filter_map(|k| index.get(k).copied()).collect();
+                row.sort_unstable();
+                let value = 1.0 / (row.len().max(1) as f32).sqrt();
+                (row, value)
+            })
+            .collect();
+        let mut w = vec![0f32; index.len()];
+        let mut g2 = vec![1e-6f32; index.len()];
+        let (mut bias, mut bias_g2) = (0f32, 1e-6f32);
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..EPOCHS {
+            // Fisher–Yates with a fixed xorshift: the same order in every process.
+            for i in (1..order.len()).rev() {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                order.swap(i, (seed % (i as u64 + 1)) as usize);
+            }
+            for &i in &order {
+                let (row, value) = &rows[i];
+                let label = if examples[i].attack { 1.0 } else { 0.0 };
+                let z = bias + row.iter().map(|&j| w[j as usize]).sum::<f32>() * value;
+                let err = sigmoid(z) - label;
+                for &j in row {
+                    let j = j as usize;
+                    let g = err * value + PENALTY * w[j];
+                    g2[j] += g * g;
+                    w[j] -= RATE * g / g2[j].sqrt();
+                }
+                bias_g2 += err * err;
+                bias -= RATE * err / bias_g2.sqrt();
+            }
+        }
+        let weights = index
+            .into_iter()
+            .map(|(k, j)| (k, w[j as usize]))
+            .filter(|(_, v)| *v != 0.0)
+            .collect();
+        Model { weights, bias }
+    }
+
+    /// The probability that `folded`, from `source`, is an attack.
+    pub fn probability(&self, folded: &str, source: Source) -> f64 {
+        let keys = features(folded, source);
+        let value = 1.0 / (keys.len().max(1) as f32).sqrt();
+        let sum: f32 = keys.iter().filter_map(|k| self.weights.get(k)).sum();
+        f64::from(sigmoid(self.bias + sum * value))
+    }
+
+    /// What the model adds to the screen's score for `folded`.
+    pub fn contribution(&self, folded: &str, source: Source) -> f64 {
+        WEIGHT * (2.0 * self.probability(folded, source) - 1.0)
+    }
+}
+
+/// The corpus's `tune` lines as training examples.
+pub fn tune_examples() -> Vec<Example> {
+    super::semantic::example_texts()
+        .into_iter()
+        .map(|e| Example {
+            folded: super::normalise::fold(&e.content),
+            source: e.source,
+            attack: e.attack,
+        })
+        .collect()
+}
+
+/// The model learnt from the corpus, once per process.
+pub fn model() -> &'static Model {
+    static MODEL: OnceLock<Model> = OnceLock::new();
+    MODEL.get_or_init(|| Model::train(&tune_examples()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_read_in_every_script_and_the_source_counts() {
+        let latin = features("ignore it", Source::User);
+        assert!(latin.contains(&hash(b"ig")) && latin.contains(&hash(b"nore")));
+        assert!(latin.contains(&hash(b"e i")), "runs cross spaces");
+        let han = features("忽略指令", Source::Tool);
+        assert!(han.contains(&hash("指令".as_bytes())));
+        assert!(han.contains(&hash(b"source:tool")));
+    }
+
+    #[test]
+    fn it_learns_what_separates_the_two_sides_and_is_the_same_every_time() {
+        let example = |text: &str, attack| Example {
+            folded: text.into(),
+            source: Source::User,
+            attack,
+        };
+        let mut data = Vec::new();
+        for i in 0..20 {
+            data.push(example(&format!("ignore the rules number {i}"), true));
+            data.push(example(&format!("lunch at noon number {i}"), false));
+        }
+        let model = Model::train(&data);
+        assert!(model.probability("please ignore the rules", Source::User) > 0.7);
+        assert!(model.probability("lunch at noon today", Source::User) < 0.3);
+        let again = Model::train(&data);
+        assert_eq!(
+            model.probability("ignore lunch", Source::User),
+            again.probability("ignore lunch", Source::User)
+        );
+    }
+
+    #[test]
+    fn the_corpus_model_separates_its_own_examples() {
+        let data = tune_examples();
+        let model = model();
+        let right = data
+            .iter()
+            .filter(|e| (model.probability(&e.folded, e.source) > 0.5) == e.attack)
+            .count();
+        assert!(right * 10 >= data.len() * 9, "{right} of {}", data.len());
+    }
+}
