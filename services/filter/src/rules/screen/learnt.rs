@@ -133,13 +133,18 @@ impl Model {
                 *texts.entry(k).or_default() += 1;
             }
         }
-        let mut index: HashMap<u64, u32> = HashMap::new();
-        for (&k, &n) in &texts {
-            if n >= MIN_TEXTS {
-                let next = index.len() as u32;
-                index.insert(k, next);
-            }
-        }
+        // Sorted keys: the same feature order, so the same sums, in every process.
+        let mut kept: Vec<u64> = texts
+            .into_iter()
+            .filter(|&(_, n)| n >= MIN_TEXTS)
+            .map(|(k, _)| k)
+            .collect();
+        kept.sort_unstable();
+        let index: HashMap<u64, u32> = kept
+            .into_iter()
+            .enumerate()
+            .map(|(j, k)| (k, j as u32))
+            .collect();
         let rows: Vec<(Vec<u32>, f32)> = docs
             .iter()
             .map(|d| {

@@ -127,13 +127,19 @@ pub fn assess(text: &str, source: Source) -> Assessment {
 /// Screens `text` from `source` with `model` (none: cues only).
 pub fn assess_with(text: &str, source: Source, model: Option<&learnt::Model>) -> Assessment {
     let folded = normalise::fold(text);
-    let mut a = assess_folded(&folded, source);
+    let (mut a, order_alone) = assess_folded(&folded, source);
     if let Some(model) = model {
         let p = model.probability(&folded, source);
-        a.add(learnt::WEIGHT * (2.0 * p - 1.0), format!("learnt:{:.2}", p));
+        let mut opinion = learnt::WEIGHT * (2.0 * p - 1.0);
+        // The model tips weak cues either way; it does not overrule a cue
+        // that is an order by itself (look-alikes use the same verbs).
+        if order_alone {
+            opinion = opinion.max(0.0);
+        }
+        a.add(opinion, format!("learnt:{p:.2}"));
     }
     for payload in normalise::decoded(text) {
-        let inner = assess_folded(&normalise::fold(&payload), source);
+        let (inner, _) = assess_folded(&normalise::fold(&payload), source);
         if inner.score > 0.0 {
             a.score += inner.score;
             a.reasons
@@ -143,7 +149,8 @@ pub fn assess_with(text: &str, source: Source, model: Option<&learnt::Model>) ->
     a
 }
 
-fn assess_folded(folded: &str, source: Source) -> Assessment {
+/// The cues' assessment of `folded`, and whether one cue alone is an order.
+fn assess_folded(folded: &str, source: Source) -> (Assessment, bool) {
     let found = cues::found(folded);
     let mut a = Assessment::default();
     for &cue in &found {
@@ -174,7 +181,10 @@ fn assess_folded(folded: &str, source: Source) -> Assessment {
     if orders && matches!(source, Source::Tool | Source::External) {
         a.add(FROM_DATA, format!("from:{}", source.as_str()));
     }
-    a
+    // A reported order is no order: the model may discount it further.
+    let reported = a.reasons.iter().any(|r| r == "reported");
+    let order_alone = !reported && found.iter().any(|&c| weight(c) >= 1.0);
+    (a, order_alone)
 }
 
 #[cfg(test)]
