@@ -206,7 +206,7 @@ impl Model {
 
 /// The corpus's `tune` lines as training examples.
 pub fn tune_examples() -> Vec<Example> {
-    super::semantic::example_texts()
+    super::semantic::tune_texts()
         .into_iter()
         .map(|e| Example {
             folded: super::normalise::fold(&e.content),

@@ -52,6 +52,18 @@ pub fn corpus_source(name: &str) -> Option<Source> {
 
 /// The example texts: every `tune` line of the corpus.
 pub fn example_texts() -> Vec<ExampleText> {
+    tune_texts()
+        .into_iter()
+        .filter(|e| readable(&e.content))
+        .collect()
+}
+
+/// Every `tune` line of the corpus, in every script: the learnt model's
+/// examples. Nearness ([`example_texts`]) keeps only those the embedding
+/// model can read, as it counts only for text it can read: the others come
+/// out as near-identical vectors, cost as much to embed at every start, and
+/// would only stand in the way of real neighbours.
+pub fn tune_texts() -> Vec<ExampleText> {
     let read = |data: &str, attack: bool| -> Vec<ExampleText> {
         data.lines()
             .filter_map(|l| serde_json::from_str::<Line>(l).ok())
