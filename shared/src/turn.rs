@@ -214,12 +214,14 @@ pub fn screen_flags(flags: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The poisoning screen's score recorded in `flags` (0 when none is).
+/// The poisoning screen's score recorded in `flags` (0 when none is; below 0
+/// when the screen saw a cue that its learnt model outweighed).
 pub fn screen_score(flags: &[String]) -> f64 {
     flags
         .iter()
         .filter_map(|f| f.strip_prefix("screen:")?.parse::<f64>().ok())
-        .fold(0.0, f64::max)
+        .reduce(f64::max)
+        .unwrap_or(0.0)
 }
 
 impl crate::stage::Message for KeptTurn {
@@ -579,6 +581,17 @@ mod tests {
 
     fn parse(v: Value) -> Result<Turn, EnvelopeError> {
         parse_envelope(v.to_string().as_bytes(), "acme", now())
+    }
+
+    #[test]
+    fn the_screen_score_is_the_recorded_one_even_below_0() {
+        let flags = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            screen_score(&flags(&["screen:-0.14", "poison:authority"])),
+            -0.14
+        );
+        assert_eq!(screen_score(&flags(&["screen:0.40", "screen:1.20"])), 1.2);
+        assert_eq!(screen_score(&flags(&["redacted:api_key"])), 0.0);
     }
 
     fn minimal() -> Value {

@@ -7,7 +7,7 @@ use hindsight_shared::{
         Store,
         turns::{Extraction, TurnKey},
     },
-    turn::{KeptTurn, screen_score},
+    turn::KeptTurn,
 };
 
 use crate::{
@@ -123,12 +123,13 @@ impl ExtractStage {
     }
 }
 
-/// The LLM's opinion on a borderline turn: one the poisoning screen saw cues
-/// in (a score above 0) without quarantining, which the model says gives the
-/// assistant orders, has its facts quarantined (`poison:llm`). Alone, the
-/// opinion of a model that a turn can talk into anything does not count.
+/// The LLM's opinion on a borderline turn: one the poisoning screen recorded
+/// (it saw a cue, or scored above 0) without quarantining, which the model
+/// says gives the assistant orders, has its facts quarantined (`poison:llm`).
+/// Alone, the opinion of a model that a turn can talk into anything does not
+/// count.
 pub fn second_opinion(kept: &KeptTurn, facts: &mut [Fact]) {
-    if kept.quarantine || screen_score(&kept.flags) <= 0.0 {
+    if kept.quarantine || !kept.flags.iter().any(|f| f.starts_with("screen:")) {
         return;
     }
     for f in facts {

@@ -165,6 +165,24 @@ mod tests {
     }
 
     #[test]
+    fn a_cue_the_screen_outweighed_is_still_a_fact() {
+        let laptop = RecalledMemory {
+            flags: vec![
+                "screen:-0.14".into(),
+                "poison:authority".into(),
+                "poison:learnt:0.18".into(),
+            ],
+            ..memory("Our IT admin approved my new laptop", "fact", "active")
+        };
+        let brief = render(&[laptop]);
+        assert!(!brief.contains("Instructions seen"), "{brief}");
+        assert!(
+            brief.contains("- Our IT admin approved my new laptop"),
+            "{brief}"
+        );
+    }
+
+    #[test]
     fn an_empty_answer_says_so() {
         assert!(render(&[]).contains("no relevant memories"));
     }

@@ -65,12 +65,16 @@ pub fn shown_context(c: &TurnContext) -> String {
 
 impl RecalledMemory {
     /// Whether the screen saw orders to the agent in it (quarantined or not):
-    /// a cue of what the text does. Likeness to the corpus's attacks alone
-    /// (`learnt:`, `similar:`) is a near miss, not an order.
+    /// a cue of what the text does, with a score above 0, or the LLM's word
+    /// on a borderline turn (`poison:llm`). Likeness to the corpus's attacks
+    /// alone (`learnt:`, `similar:`) is a near miss, not an order, and so is
+    /// a cue the learnt model outweighed.
     pub fn reads_as_order(&self) -> bool {
+        let scored = crate::turn::screen_score(&self.flags) > 0.0;
         self.flags.iter().any(|f| {
-            f.strip_prefix("poison:")
-                .is_some_and(|r| !r.starts_with("learnt:") && !r.starts_with("similar:"))
+            f.strip_prefix("poison:").is_some_and(|r| {
+                r == "llm" || (scored && !r.starts_with("learnt:") && !r.starts_with("similar:"))
+            })
         })
     }
 

@@ -24,8 +24,8 @@ pub struct Verdict {
     /// Suspected memory poisoning.
     pub quarantine: bool,
     /// What the screens found, e.g. `screen:0.40` (the poisoning screen's
-    /// score, when above 0) with `poison:<reason>` for each reason, and
-    /// `redacted:api_key`.
+    /// score, when above 0 or when a cue was seen, so possibly below 0) with
+    /// `poison:<reason>` for each reason, and `redacted:api_key`.
     pub flags: Vec<String>,
 }
 
@@ -60,8 +60,9 @@ pub fn judge(turn: &Turn, previous: Option<&str>, screen: screen::Settings) -> V
     let assessment = assess(turn, screen.learnt.then(screen::learnt::model));
     let quarantine = assessment.score >= screen.threshold;
     // Recorded below the threshold too: the embed stage adds the fact's
-    // nearness to known attacks to this score, and operators see near misses.
-    if assessment.score > 0.0 {
+    // nearness to known attacks to this score, the extract stage asks the LLM
+    // about such turns, and operators see near misses.
+    if assessment.recorded() {
         flags.push(format!("screen:{:.2}", assessment.score));
         for r in &assessment.reasons {
             let flag = format!("poison:{r}");

@@ -240,6 +240,11 @@ pub async fn run(
     };
     let judged = |line: &Line| -> anyhow::Result<bool> {
         let mut a = assessed(line, models.as_ref().map(|m| m.for_line(line)))?;
+        if !a.recorded() {
+            // As in the pipeline: a score the turn does not carry is 0 to
+            // the embed stage.
+            a.score = 0.0;
+        }
         if let Some(&n) = near.get(&line.id) {
             semantic::judge(&mut a, &line.content, n);
         }

@@ -35,6 +35,14 @@ pub struct Assessment {
 }
 
 impl Assessment {
+    /// Whether the turn carries this assessment in its flags: when the score
+    /// is above 0, or a cue was seen that the learnt model outweighed (a near
+    /// miss: the LLM's second opinion is asked for such turns). The learnt
+    /// model's opinion alone, below 0, is not worth a flag on every turn.
+    pub fn recorded(&self) -> bool {
+        self.score > 0.0 || self.reasons.iter().any(|r| !r.starts_with("learnt:"))
+    }
+
     fn add(&mut self, weight: f64, reason: impl Into<String>) {
         self.score += weight;
         self.reasons.push(reason.into());
@@ -222,6 +230,15 @@ mod tests {
         ] {
             assert!(score(text) < DEFAULT_THRESHOLD, "{text}: {}", score(text));
         }
+    }
+
+    #[test]
+    fn a_weak_cue_is_recorded_even_when_the_model_outweighs_it() {
+        // The extract stage asks the LLM about every recorded turn.
+        let a = assess("Our IT admin approved my new laptop", Source::User);
+        assert!(a.recorded(), "{a:?}");
+        let plain = assess("I had pasta with my sister last night", Source::User);
+        assert!(plain.score > 0.0 || !plain.recorded(), "{plain:?}");
     }
 
     #[test]
