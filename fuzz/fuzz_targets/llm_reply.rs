@@ -77,6 +77,7 @@ fn kept() -> KeptTurn {
                 .with_ymd_and_hms(2026, 1, 2, 3, 4, 5)
                 .single()
                 .expect("valid"),
+            utc_offset_minutes: None,
             metadata: Default::default(),
         },
         trust: Trust::High,

@@ -5,7 +5,13 @@
 
 use std::{fmt, net::SocketAddr, path::PathBuf, time::Duration};
 
-use crate::{duration, namespace::Namespace, recall::fusion::Method, terms::Matching};
+use crate::{
+    duration,
+    namespace::Namespace,
+    recall::fusion::Method,
+    terms::Matching,
+    zone::{self, Zones},
+};
 
 /// One documented environment variable.
 #[derive(Debug, Clone, Copy)]
@@ -193,6 +199,16 @@ pub const SETTINGS: &[Setting] = &[
         "Whether the filter's screen adds its learnt model's opinion (logistic regression over the text's character runs, fit at start to the tune part of `tests/corpus/screen/`, compiled in): up to 0.8 onto the score for text like the attacks, up to 0.8 off for text like the look-alikes. `off` leaves the filter to its cues.",
     ),
     setting(
+        "HINDSIGHT_TIME_ZONE",
+        "UTC",
+        "IANA time zone (e.g. `Asia/Shanghai`) whose calendar reads a turn whose `ts` gives no UTC offset (none, or `Z`): \"yesterday\" and 昨天 are the day before on it. A turn's own offset (`+08:00`) wins. The brief and `memory_summarize` show dates in it.",
+    ),
+    setting(
+        "HINDSIGHT_TENANT_TIME_ZONES",
+        "",
+        "Per-tenant time zones overriding `HINDSIGHT_TIME_ZONE`, as `tenant=Zone` pairs separated by commas (`acme=Asia/Shanghai,beta=Europe/Berlin`).",
+    ),
+    setting(
         "HINDSIGHT_FACT_CONTEXT",
         "on",
         "`on`: each fact keeps the turn its turn replied to (the session's previous kept turn, never a quarantined one): the LLM reads it, the keyword channel searches it, recall shows it. `off`: facts stand alone.",
@@ -268,6 +284,41 @@ pub const SETTINGS: &[Setting] = &[
         "How long archived and deleted memories are kept before a run exports them (JSON lines under `HINDSIGHT_DATA_DIR/exports/`) and deletes them.",
     ),
     setting(
+        "HINDSIGHT_JANITOR_DECAY_AFTER",
+        "7d",
+        "Idle time (since the last access and the last decay) before a run decays a memory at all: a memory in use is left alone, and weekly runs decay each idle week once.",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_ARCHIVE_BELOW",
+        "0.2",
+        "Importance under which an idle memory is archived (reversibly) once idle for `HINDSIGHT_JANITOR_ARCHIVE_IDLE`.",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_ARCHIVE_IDLE",
+        "90d",
+        "Idle time after which a memory under `HINDSIGHT_JANITOR_ARCHIVE_BELOW` is archived.",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_CONSOLIDATE_AGE",
+        "180d",
+        "Age after which episodic memories accessed fewer than `HINDSIGHT_JANITOR_CONSOLIDATE_MAX_ACCESSES` times are consolidated into one summary per user and month.",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_CONSOLIDATE_MAX_ACCESSES",
+        "3",
+        "Accesses at which an old episodic memory is kept as it is rather than consolidated.",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_MERGE_COSINE",
+        "0.95",
+        "Cosine at or above which a run merges two memories of one user and model (0.9 to 1; the similarity search over more than 4,096 memories of one user is tuned to find pairs at 0.95 with probability > 0.998, and 0.977 at 0.9).",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_SAFETY_FLOOR",
+        "0.8",
+        "Importance that health and safety constraints (allergies, medication, …) never decay below, so they are never archived.",
+    ),
+    setting(
         "HINDSIGHT_LOG",
         "info",
         "Log filter (tracing `EnvFilter` syntax, e.g. `info,hindsight_shared=debug`). Logs go to stderr.",
@@ -325,6 +376,8 @@ pub struct Config {
     pub screen_nearness: bool,
     pub screen_learnt: bool,
     pub fact_context: bool,
+    /// `HINDSIGHT_TIME_ZONE` and `HINDSIGHT_TENANT_TIME_ZONES`.
+    pub time_zones: Zones,
     pub recall: RecallConfig,
     pub mcp_allowed_hosts: Vec<String>,
     pub ops_poll: Duration,
@@ -372,6 +425,13 @@ pub struct JanitorConfig {
     pub cron: String,
     pub decay_half_life: Duration,
     pub retention: Duration,
+    pub decay_after: Duration,
+    pub archive_below: f32,
+    pub archive_idle: Duration,
+    pub consolidate_age: Duration,
+    pub consolidate_max_accesses: i32,
+    pub merge_cosine: f32,
+    pub safety_floor: f32,
 }
 
 /// The vector index: embedded unless `qdrant_url` is set.
@@ -461,6 +521,12 @@ impl Config {
             screen_nearness: parse_with(get("HINDSIGHT_SCREEN_NEARNESS"), on_off)?,
             screen_learnt: parse_with(get("HINDSIGHT_SCREEN_LEARNT"), on_off)?,
             fact_context: parse_with(get("HINDSIGHT_FACT_CONTEXT"), on_off)?,
+            time_zones: Zones::new(
+                parse_with(get("HINDSIGHT_TIME_ZONE"), |v| {
+                    zone::parse(v).map_err(|e| e.to_string())
+                })?,
+                parse_with(get("HINDSIGHT_TENANT_TIME_ZONES"), Zones::parse_tenants)?,
+            ),
             recall: RecallConfig {
                 weights: parse_with(get("HINDSIGHT_RECALL_WEIGHTS"), weights)?,
                 fusion: parse_with(get("HINDSIGHT_RECALL_FUSION"), |v| {
@@ -503,6 +569,30 @@ impl Config {
                     })
                 })?,
                 retention: parse_with(get("HINDSIGHT_JANITOR_RETENTION"), duration::parse)?,
+                decay_after: parse_with(get("HINDSIGHT_JANITOR_DECAY_AFTER"), duration::parse)?,
+                archive_below: parse_with(get("HINDSIGHT_JANITOR_ARCHIVE_BELOW"), |v| {
+                    unit_interval(v, 0.0)
+                })?,
+                archive_idle: parse_with(get("HINDSIGHT_JANITOR_ARCHIVE_IDLE"), duration::parse)?,
+                consolidate_age: parse_with(
+                    get("HINDSIGHT_JANITOR_CONSOLIDATE_AGE"),
+                    duration::parse,
+                )?,
+                consolidate_max_accesses: parse_with(
+                    get("HINDSIGHT_JANITOR_CONSOLIDATE_MAX_ACCESSES"),
+                    |v| {
+                        v.parse::<i32>()
+                            .ok()
+                            .filter(|n| *n >= 0)
+                            .ok_or_else(|| "expected a count, 0 or more".to_string())
+                    },
+                )?,
+                merge_cosine: parse_with(get("HINDSIGHT_JANITOR_MERGE_COSINE"), |v| {
+                    unit_interval(v, 0.9)
+                })?,
+                safety_floor: parse_with(get("HINDSIGHT_JANITOR_SAFETY_FLOOR"), |v| {
+                    unit_interval(v, 0.0)
+                })?,
             },
             log: get("HINDSIGHT_LOG").1,
             log_format: parse_with(get("HINDSIGHT_LOG_FORMAT"), |v| match v {
@@ -627,6 +717,19 @@ impl Config {
                 if self.screen_learnt { "on" } else { "off" }.into(),
             ),
             (
+                "HINDSIGHT_TIME_ZONE",
+                self.time_zones.default_zone().name().to_string(),
+            ),
+            (
+                "HINDSIGHT_TENANT_TIME_ZONES",
+                self.time_zones
+                    .tenants()
+                    .iter()
+                    .map(|(t, z)| format!("{t}={}", z.name()))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            (
                 "HINDSIGHT_FACT_CONTEXT",
                 if self.fact_context { "on" } else { "off" }.into(),
             ),
@@ -697,6 +800,34 @@ impl Config {
                 "HINDSIGHT_JANITOR_RETENTION",
                 format!("{}s", self.janitor.retention.as_secs()),
             ),
+            (
+                "HINDSIGHT_JANITOR_DECAY_AFTER",
+                format!("{}s", self.janitor.decay_after.as_secs()),
+            ),
+            (
+                "HINDSIGHT_JANITOR_ARCHIVE_BELOW",
+                self.janitor.archive_below.to_string(),
+            ),
+            (
+                "HINDSIGHT_JANITOR_ARCHIVE_IDLE",
+                format!("{}s", self.janitor.archive_idle.as_secs()),
+            ),
+            (
+                "HINDSIGHT_JANITOR_CONSOLIDATE_AGE",
+                format!("{}s", self.janitor.consolidate_age.as_secs()),
+            ),
+            (
+                "HINDSIGHT_JANITOR_CONSOLIDATE_MAX_ACCESSES",
+                self.janitor.consolidate_max_accesses.to_string(),
+            ),
+            (
+                "HINDSIGHT_JANITOR_MERGE_COSINE",
+                self.janitor.merge_cosine.to_string(),
+            ),
+            (
+                "HINDSIGHT_JANITOR_SAFETY_FLOOR",
+                self.janitor.safety_floor.to_string(),
+            ),
             ("HINDSIGHT_LOG", self.log.clone()),
             (
                 "HINDSIGHT_LOG_FORMAT",
@@ -724,6 +855,14 @@ impl fmt::Debug for Config {
             map.entry(&k, &v);
         }
         map.finish()
+    }
+}
+
+/// A number from `low` to 1.
+fn unit_interval(v: &str, low: f32) -> Result<f32, String> {
+    match v.parse::<f32>() {
+        Ok(x) if (low..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("expected a number from {low} to 1")),
     }
 }
 

@@ -1,6 +1,12 @@
 //! Relative dates ("yesterday", "last week", "两天前", "下个月") resolved against
-//! the turn's timestamp and written into the text as absolute dates, so a fact
-//! still means the same thing when it is recalled a year later.
+//! the day of the turn on its sender's calendar ([`crate::zone`]) and written
+//! into the text as absolute dates, so a fact still means the same thing when
+//! it is recalled a year later.
+//!
+//! Weeks run Monday to Sunday. "This Friday" is the Friday of the current
+//! week (already past on a Saturday); "next Friday" is the Friday of next
+//! week and "last Friday" the Friday of last week, as 这周五, 下周五 and 上周五
+//! say — so on Monday 4 May 2026 "next Friday" is 15 May, not 8 May.
 
 use std::sync::LazyLock;
 
@@ -154,27 +160,26 @@ static ENGLISH: LazyLock<Regex> = LazyLock::new(|| {
 
 static CHINESE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?P<zdby>前天)|(?P<zdat>后天)|(?P<zyesterday>昨天|昨晚)|(?P<ztoday>今天|今晚|今早)|(?P<ztomorrow>明天)|(?P<zn>\d+|[一二两三四五六七八九十])(?:个)?(?P<zunit>天|周|星期|月|年)(?:前|以前|之前)|(?P<zrel>上|这|本|下)(?:个)?(?P<zwhat>周|星期|礼拜|月)|(?P<zyear>去年|今年|明年)",
+        r"(?P<zdby>前天)|(?P<zdat>后天)|(?P<zyesterday>昨天|昨晚)|(?P<ztoday>今天|今晚|今早)|(?P<ztomorrow>明天)|(?P<zn>\d+|[一二两三四五六七八九十])(?:个)?(?P<zunit>天|周|星期|月|年)(?:前|以前|之前)|(?P<zrel>上|这|本|下)(?:个)?(?:(?P<zwhat>周|星期|礼拜)(?P<zday>[一二三四五六日天])?|(?P<zmonth>月))|(?P<zyear>去年|今年|明年)",
     )
     .unwrap_or_else(|e| panic!("date pattern: {e}"))
 });
 
-/// Resolves relative dates in `text` as seen at `now`.
-pub fn resolve(text: &str, now: DateTime<Utc>) -> Resolved {
-    let (text, spans) = resolve_all(text, now);
+/// Resolves relative dates in `text` as said on `today`.
+pub fn resolve(text: &str, today: NaiveDate) -> Resolved {
+    let (text, spans) = resolve_all(text, today);
     Resolved {
         text,
         span: spans.first().copied(),
     }
 }
 
-/// The spans of every relative date in `text` as seen at `now`, in order.
-pub fn relative_spans(text: &str, now: DateTime<Utc>) -> Vec<Span> {
-    resolve_all(text, now).1
+/// The spans of every relative date in `text` as said on `today`, in order.
+pub fn relative_spans(text: &str, today: NaiveDate) -> Vec<Span> {
+    resolve_all(text, today).1
 }
 
-fn resolve_all(text: &str, now: DateTime<Utc>) -> (String, Vec<Span>) {
-    let today = now.date_naive();
+fn resolve_all(text: &str, today: NaiveDate) -> (String, Vec<Span>) {
     let mut spans: Vec<Span> = Vec::new();
     let english = ENGLISH.replace_all(text, |c: &Captures<'_>| {
         let whole = c.get(0).map(|m| m.as_str()).unwrap_or_default();
@@ -189,6 +194,20 @@ fn resolve_all(text: &str, now: DateTime<Utc>) -> (String, Vec<Span>) {
     });
     let chinese = CHINESE.replace_all(&english, |c: &Captures<'_>| {
         let whole = c.get(0).map(|m| m.as_str()).unwrap_or_default();
+        let end = c.get(0).map_or(0, |m| m.end());
+        // 下周一起 is "next week, together" (一起), not "next Monday, …".
+        if let Some(one) = c.name("zday").filter(|d| d.as_str() == "一")
+            && english[end..].starts_with('起')
+        {
+            let week = &whole[..one.start() - c.get(0).map_or(0, |m| m.start())];
+            return match CHINESE.captures(week).and_then(|w| chinese_span(&w, today)) {
+                Some((span, words)) => {
+                    spans.push(span);
+                    format!("{words}一")
+                }
+                None => whole.to_string(),
+            };
+        }
         match chinese_span(c, today) {
             Some((span, words)) => {
                 spans.push(span);
@@ -305,21 +324,7 @@ fn english_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
         }
         name => {
             let target = weekday(name)?;
-            let d = match offset {
-                -1 => {
-                    let back = (today.weekday().num_days_from_monday() as i64
-                        - target.num_days_from_monday() as i64)
-                        .rem_euclid(7);
-                    shift(today, if back == 0 { -7 } else { -back })?
-                }
-                1 => {
-                    let ahead = (target.num_days_from_monday() as i64
-                        - today.weekday().num_days_from_monday() as i64)
-                        .rem_euclid(7);
-                    shift(today, if ahead == 0 { 7 } else { ahead })?
-                }
-                _ => shift(week_start(today)?, target.num_days_from_monday() as i64)?,
-            };
+            let d = weekday_of_week(today, offset, target)?;
             (
                 Span::day(d),
                 format!(
@@ -329,6 +334,27 @@ fn english_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
                 ),
             )
         }
+    })
+}
+
+/// `target` in the week `offset` weeks from `today`'s.
+fn weekday_of_week(today: NaiveDate, offset: i64, target: Weekday) -> Option<NaiveDate> {
+    shift(
+        shift_weeks(week_start(today)?, offset)?,
+        target.num_days_from_monday() as i64,
+    )
+}
+
+fn chinese_weekday(c: &str) -> Option<Weekday> {
+    Some(match c {
+        "一" => Weekday::Mon,
+        "二" => Weekday::Tue,
+        "三" => Weekday::Wed,
+        "四" => Weekday::Thu,
+        "五" => Weekday::Fri,
+        "六" => Weekday::Sat,
+        "日" | "天" => Weekday::Sun,
+        _ => return None,
     })
 }
 
@@ -396,12 +422,21 @@ fn chinese_span(c: &Captures<'_>, today: NaiveDate) -> Option<(Span, String)> {
             }
         });
     }
-    let (rel, what) = (c.name("zrel")?.as_str(), c.name("zwhat")?.as_str());
+    let rel = c.name("zrel")?.as_str();
+    let what = if c.name("zmonth").is_some() {
+        "月"
+    } else {
+        c.name("zwhat")?.as_str()
+    };
     let offset: i64 = match rel {
         "上" => -1,
         "下" => 1,
         _ => 0,
     };
+    if let Some(d) = c.name("zday") {
+        let d = weekday_of_week(today, offset, chinese_weekday(d.as_str())?)?;
+        return Some((Span::day(d), chinese_day(d)));
+    }
     Some(if what == "月" {
         let span = month_span(today, offset)?;
         (
@@ -423,9 +458,9 @@ pub fn at_midnight(d: NaiveDate) -> DateTime<Utc> {
 mod tests {
     use super::*;
 
-    fn at(s: &str) -> DateTime<Utc> {
+    fn at(s: &str) -> NaiveDate {
         DateTime::parse_from_rfc3339(s)
-            .map(|t| t.with_timezone(&Utc))
+            .map(|t| t.date_naive())
             .expect("valid")
     }
 
@@ -497,6 +532,28 @@ mod tests {
         );
         assert_eq!(resolve("下个月去上海", at(NOW)).text, "2023年6月去上海");
         assert_eq!(resolve("两天前", at(NOW)).text, "2023年5月6日");
+    }
+
+    #[test]
+    fn this_next_and_last_weekday_name_a_day_of_that_week() {
+        // Wednesday 10 May 2023.
+        let wed = at("2023-05-10T09:00:00Z");
+        assert_eq!(resolve("this Friday", wed).text, "on Friday 12 May 2023");
+        assert_eq!(resolve("next Friday", wed).text, "on Friday 19 May 2023");
+        assert_eq!(resolve("last Friday", wed).text, "on Friday 5 May 2023");
+        assert_eq!(resolve("this Monday", wed).text, "on Monday 8 May 2023");
+        // On the Friday itself, "this Friday" is today.
+        let fri = at("2023-05-12T09:00:00Z");
+        assert_eq!(resolve("this Friday", fri).text, "on Friday 12 May 2023");
+        assert_eq!(resolve("next Friday", fri).text, "on Friday 19 May 2023");
+        assert_eq!(resolve("这周五", wed).text, "2023年5月12日");
+        assert_eq!(resolve("下周五见", wed).text, "2023年5月19日见");
+        assert_eq!(resolve("上星期天", wed).text, "2023年5月7日");
+        assert_eq!(resolve("下个月一号", wed).text, "2023年6月一号");
+        assert_eq!(
+            resolve("下周一起去吃饭", wed).text,
+            "2023年5月15日那周一起去吃饭"
+        );
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod streams;
 pub mod telemetry;
 pub mod terms;
 pub mod turn;
+pub mod zone;
 
 pub use config::Config;
 pub use namespace::{Namespace, Topic};

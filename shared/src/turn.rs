@@ -5,7 +5,7 @@
 //! rejection names the field and what was wrong with it: the reason lands in the
 //! DLQ, where a person reads it.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -135,11 +135,23 @@ pub struct Turn {
     pub content: String,
     /// UTC; the receive time when the agent gave none.
     pub ts: DateTime<Utc>,
+    /// The sender's UTC offset in minutes east, from a `ts` such as
+    /// `2026-05-08T07:30:00+08:00`; none for `Z` (or `-00:00`, RFC 3339's
+    /// "offset unknown") and for a turn without `ts`. The filter fills it
+    /// from the configured time zone ([`crate::zone`]) when none was given,
+    /// so later stages read the turn on its sender's calendar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utc_offset_minutes: Option<i32>,
     #[serde(default)]
     pub metadata: Map<String, Value>,
 }
 
 impl Turn {
+    /// The turn's time on its sender's calendar (UTC without an offset).
+    pub fn local_ts(&self) -> DateTime<FixedOffset> {
+        crate::zone::at_offset(self.ts, self.utc_offset_minutes.unwrap_or(0))
+    }
+
     /// The message id used for `Nats-Msg-Id` on every subject this turn travels.
     pub fn msg_id(&self) -> String {
         format!("{}:{}", self.tenant, self.turn_id)
@@ -495,14 +507,19 @@ pub fn parse_envelope(
     };
 
     let ts_given = string_field(&obj, "ts")?;
-    let ts = match ts_given {
-        None => received_at,
-        Some(ts) => DateTime::parse_from_rfc3339(ts)
-            .map_err(|e| EnvelopeError::Invalid {
+    let (ts, utc_offset_minutes) = match ts_given {
+        None => (received_at, None),
+        Some(ts) => {
+            let parsed = DateTime::parse_from_rfc3339(ts).map_err(|e| EnvelopeError::Invalid {
                 field: "ts",
                 reason: format!("{:?} is not an RFC 3339 timestamp ({e})", shorten(ts)),
-            })?
-            .with_timezone(&Utc),
+            })?;
+            // `Z` says the time is UTC, not that the sender lives there; most
+            // clients write it whatever their zone.
+            let unknown = ts.ends_with(['Z', 'z']) || ts.ends_with("-00:00");
+            let offset = (!unknown).then(|| parsed.offset().local_minus_utc() / 60);
+            (parsed.with_timezone(&Utc), offset)
+        }
     };
 
     let metadata = match obj.get("metadata") {
@@ -564,6 +581,7 @@ pub fn parse_envelope(
         source,
         content: content.to_string(),
         ts,
+        utc_offset_minutes,
         metadata,
     })
 }
@@ -635,7 +653,18 @@ mod tests {
     fn timestamps_are_stored_as_utc() {
         let mut v = minimal();
         v["ts"] = json!("2026-01-02T11:04:05+08:00");
-        assert_eq!(parse(v).expect("valid").ts, now());
+        let turn = parse(v.clone()).expect("valid");
+        assert_eq!(turn.ts, now());
+        assert_eq!(
+            turn.utc_offset_minutes,
+            Some(480),
+            "the sender's offset is kept"
+        );
+        assert_eq!(turn.local_ts().to_rfc3339(), "2026-01-02T11:04:05+08:00");
+        v["ts"] = json!("2026-01-02T03:04:05Z");
+        assert_eq!(parse(v.clone()).expect("valid").utc_offset_minutes, None);
+        v["ts"] = json!("2026-01-02T03:04:05+00:00");
+        assert_eq!(parse(v).expect("valid").utc_offset_minutes, Some(0));
     }
 
     #[test]

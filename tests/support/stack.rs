@@ -5,7 +5,6 @@
 use std::{sync::Arc, time::Duration};
 
 use hindsight_embed::EmbedStage;
-use hindsight_filter::FilterStage;
 use hindsight_index::VectorIndex;
 use hindsight_persist::{PersistStage, reconcile};
 use hindsight_shared::service::{self, Running};
@@ -37,7 +36,10 @@ impl Stack {
             })
         };
         let tasks = vec![
-            service::stage(Arc::new(FilterStage::new(store.clone()))),
+            service::stage(Arc::new(hindsight_filter::from_config(
+                &ctx.config,
+                store.clone(),
+            ))),
             service::stage(Arc::new(
                 hindsight_extract::from_config(&ctx.config, store.clone()).expect("extract"),
             )),

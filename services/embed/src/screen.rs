@@ -15,24 +15,27 @@ use hindsight_filter::rules::screen::{Assessment, semantic};
 use hindsight_shared::{fact::Fact, turn::screen_score};
 pub use semantic::Examples;
 
-/// The examples' vectors, once per model in a process (tests start many stages).
-static EXAMPLES: LazyLock<Mutex<BTreeMap<String, Arc<semantic::Examples>>>> =
-    LazyLock::new(Default::default);
+/// The examples' vectors, once per model in a process: tests start many
+/// stages at once, and each embedding the ~600 examples itself took several
+/// times as long on two cores as one doing it while the others wait.
+type Cell = Arc<tokio::sync::OnceCell<Arc<semantic::Examples>>>;
+static EXAMPLES: LazyLock<Mutex<BTreeMap<String, Cell>>> = LazyLock::new(Default::default);
 
 /// The screen's examples embedded with `embedder`.
 pub async fn examples(embedder: &dyn Embedder) -> Result<Arc<semantic::Examples>, EmbedError> {
     let key = embedder.model().slug();
-    if let Some(e) = EXAMPLES.lock().ok().and_then(|m| m.get(&key).cloned()) {
-        return Ok(e);
-    }
-    let texts = semantic::example_texts();
-    let contents: Vec<String> = texts.iter().map(|t| t.content.clone()).collect();
-    let vectors = embed_all(embedder, &contents).await?;
-    let examples = Arc::new(semantic::Examples::new(texts, vectors));
-    if let Ok(mut m) = EXAMPLES.lock() {
-        m.insert(key, examples.clone());
-    }
-    Ok(examples)
+    let cell: Cell = match EXAMPLES.lock() {
+        Ok(mut m) => m.entry(key).or_default().clone(),
+        Err(_) => Cell::default(),
+    };
+    cell.get_or_try_init(|| async {
+        let texts = semantic::example_texts();
+        let contents: Vec<String> = texts.iter().map(|t| t.content.clone()).collect();
+        let vectors = embed_all(embedder, &contents).await?;
+        Ok(Arc::new(semantic::Examples::new(texts, vectors)))
+    })
+    .await
+    .cloned()
 }
 
 /// Vectors of `texts`, embedded 16 at a time.

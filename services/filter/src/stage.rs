@@ -10,6 +10,7 @@ use hindsight_shared::{
         turns::{ArchivedFate, TurnKey, TurnRow},
     },
     turn::{KeptTurn, Turn, TurnContext, parse_envelope},
+    zone::Zones,
 };
 
 use crate::rules::{self, Fate, Verdict};
@@ -18,6 +19,7 @@ use crate::rules::{self, Fate, Verdict};
 pub struct FilterStage {
     store: Store,
     screen: rules::screen::Settings,
+    zones: Zones,
 }
 
 impl FilterStage {
@@ -25,7 +27,15 @@ impl FilterStage {
         Self {
             store,
             screen: rules::screen::Settings::default(),
+            zones: Zones::default(),
         }
+    }
+
+    /// Reads a turn that gives no UTC offset on its tenant's zone's calendar
+    /// (UTC until set): its offset at the turn's time is filled in.
+    pub fn zoned(mut self, zones: Zones) -> Self {
+        self.zones = zones;
+        self
     }
 
     /// Screens with `screen`: quarantines turns scored at its threshold or
@@ -114,7 +124,13 @@ impl Stage for FilterStage {
                 } else {
                     received_at
                 };
-                parse_envelope(&d.input, &d.tenant, at).map_err(|e| e.to_string())
+                let mut turn =
+                    parse_envelope(&d.input, &d.tenant, at).map_err(|e| e.to_string())?;
+                if turn.utc_offset_minutes.is_none() {
+                    turn.utc_offset_minutes =
+                        Some(self.zones.offset_minutes(&turn.tenant, turn.ts));
+                }
+                Ok(turn)
             })
             .collect();
         let keys: Vec<TurnKey> = parsed

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use chrono::Utc;
+use hindsight_filter::rules::{screen, working as writes};
 use hindsight_recall::{RecallError, RecallRequest, RecallResponse, Recaller, working};
 use hindsight_shared::{
     Namespace, Topic,
@@ -18,6 +19,7 @@ use hindsight_shared::{
         recall::MemoryRow,
     },
     turn,
+    zone::Zones,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -101,6 +103,10 @@ pub struct Gateway {
     /// such as `hindsight mcp` next to `hindsight up`), answering locally only
     /// when none replies.
     remote_recall: Option<Duration>,
+    /// The calendar the brief's dates are shown on, per tenant.
+    zones: Zones,
+    /// How working-memory writes are screened, as turns are.
+    screen: screen::Settings,
 }
 
 impl Gateway {
@@ -110,7 +116,28 @@ impl Gateway {
             bus,
             namespace,
             remote_recall: None,
+            zones: Zones::default(),
+            screen: screen::Settings::default(),
         }
+    }
+
+    /// Screens working-memory writes with `settings` (`HINDSIGHT_SCREEN_THRESHOLD`,
+    /// `HINDSIGHT_SCREEN_LEARNT`).
+    pub fn screening(mut self, settings: screen::Settings) -> Self {
+        self.screen = settings;
+        self
+    }
+
+    /// Shows the brief's dates on each tenant's calendar
+    /// (`HINDSIGHT_TIME_ZONE`, `HINDSIGHT_TENANT_TIME_ZONES`; UTC until set).
+    pub fn zoned(mut self, zones: Zones) -> Self {
+        self.zones = zones;
+        self
+    }
+
+    /// `memories` as a brief for `tenant`, its dates on the tenant's calendar.
+    pub fn brief(&self, tenant: &str, memories: &[RecalledMemory]) -> String {
+        brief::render(memories, self.zones.of(tenant))
     }
 
     /// Recall through the running gateway (NATS request-reply) when one answers within `timeout`.
@@ -353,25 +380,31 @@ impl Gateway {
         req.top_k = req.top_k.or(Some(hindsight_shared::recall::budget::MAX_K));
         let answer = self.recall(tenant, &req).await?;
         Ok(Summary {
-            brief: brief::render(&answer.memories),
+            brief: self.brief(tenant, &answer.memories),
             memories: answer.memories,
         })
     }
 
-    /// Sets keys of a session's working memory (`null` removes a key).
+    /// Sets keys of a session's working memory (`null` removes a key), with
+    /// secrets redacted (reported beside the keys); a value the poisoning
+    /// screen would quarantine is refused with its reasons, and nothing is
+    /// written.
     pub async fn put_working(
         &self,
         tenant: &str,
         user_id: &str,
         session_id: &str,
         changes: &Map<String, Value>,
-    ) -> Result<Map<String, Value>, ApiError> {
-        let Some(working) = self.recaller.working() else {
+    ) -> Result<(Map<String, Value>, Vec<writes::Redacted>), ApiError> {
+        let Some(store) = self.recaller.working() else {
             return Err(ApiError::Unavailable(
                 "working memory is not available in this process".into(),
             ));
         };
-        Ok(working.merge(tenant, user_id, session_id, changes).await?)
+        let (changes, redacted) = writes::screen(changes, self.screen)
+            .map_err(|refused| ApiError::BadRequest(refused.to_string()))?;
+        let keys = store.merge(tenant, user_id, session_id, &changes).await?;
+        Ok((keys, redacted))
     }
 }
 

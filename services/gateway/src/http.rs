@@ -12,12 +12,15 @@ use axum::{
     routing::{get, post, put},
 };
 use hindsight_recall::RecallRequest;
-use hindsight_shared::recall::brief;
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::api::{ApiError, Gateway, UpdateRequest};
+
+/// Names the working-memory values a write redacted (`key=kind`, comma-separated).
+const REDACTED: header::HeaderName = header::HeaderName::from_static("hindsight-redacted");
 
 /// The tenant a request is authenticated as (set by [`authenticate`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,7 +130,7 @@ async fn recall(
     match params.format.as_deref() {
         None | Some("json") => Ok(Json(answer).into_response()),
         Some("brief") => {
-            let mut text = brief::render(&answer.memories);
+            let mut text = g.brief(&tenant, &answer.memories);
             if let Some(reason) = &answer.degraded_reason {
                 text.push_str(&format!("\n(degraded: {reason})\n"));
             }
@@ -209,5 +212,18 @@ async fn put_working(
     body: Result<Json<Map<String, Value>>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(changes) = body.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    Ok(Json(g.put_working(&tenant, &user, &session, &changes).await?).into_response())
+    let (keys, redacted) = g.put_working(&tenant, &user, &session, &changes).await?;
+    let mut response = Json(keys).into_response();
+    // The body stays the session's keys; what was redacted is said beside it.
+    if !redacted.is_empty() {
+        let said = redacted
+            .iter()
+            .map(|r| format!("{}={}", r.key, r.kinds.join("+")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if let Ok(value) = header::HeaderValue::from_str(&said) {
+            response.headers_mut().insert(REDACTED, value);
+        }
+    }
+    Ok(response)
 }

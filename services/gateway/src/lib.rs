@@ -48,7 +48,9 @@ pub async fn task(ctx: &Context, index: Option<Arc<dyn VectorIndex>>) -> anyhow:
         recaller(ctx, index).await?,
         ctx.bus.clone(),
         ctx.config.namespace.clone(),
-    );
+    )
+    .zoned(ctx.config.time_zones.clone())
+    .screening(hindsight_filter::screen_settings(&ctx.config));
     let mcp = mcp::router(gateway.clone(), &ctx.config.mcp_allowed_hosts);
     let observer = ops::Observer::new(
         ctx.bus.js.clone(),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use hindsight_recall::{Include, RecallRequest, RecallResponse};
-use hindsight_shared::recall::brief;
+
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
@@ -244,7 +244,12 @@ small talk (they are filtered out anyway), nor to correct an existing memory (us
                 .put_working(&tenant, &user, &args.session_id, &changes)
                 .await
             {
-                Ok(map) => out["working_memory"] = Value::Object(map),
+                Ok((map, redacted)) => {
+                    out["working_memory"] = Value::Object(map);
+                    if !redacted.is_empty() {
+                        out["redacted"] = json!(redacted);
+                    }
+                }
                 Err(e) => return Ok(api_failure(e)),
             }
         }
@@ -288,7 +293,7 @@ answer says it is degraded, the vector index was unavailable and only keyword se
         };
         match args.format.as_deref() {
             None | Some("brief") => {
-                let mut text = brief::render(&answer.memories);
+                let mut text = self.gateway.brief(&tenant, &answer.memories);
                 if let Some(wm) = &answer.working_memory
                     && !wm.is_empty()
                 {

@@ -157,6 +157,7 @@ fn summary(topic: &str, episodes: &[&VectorRow]) -> Summary {
         context: None,
         source: None,
         flags: vec![],
+        inferred: false,
     };
     Summary {
         memory,

@@ -31,10 +31,17 @@ pub use run::{Janitor, JanitorError, Outcome, RunReport, RunRequest, Trigger};
 /// The policy of a configuration.
 pub fn policy(config: &Config) -> policy::Policy {
     let days = |d: Duration| chrono::Duration::seconds(d.as_secs() as i64);
+    let j = &config.janitor;
     policy::Policy {
-        decay_half_life: days(config.janitor.decay_half_life),
-        retention: days(config.janitor.retention),
-        ..policy::Policy::default()
+        decay_after: days(j.decay_after),
+        decay_half_life: days(j.decay_half_life),
+        archive_below: j.archive_below,
+        archive_idle: days(j.archive_idle),
+        consolidate_age: days(j.consolidate_age),
+        consolidate_max_accesses: j.consolidate_max_accesses,
+        merge_cosine: j.merge_cosine,
+        retention: days(j.retention),
+        safety_floor: j.safety_floor,
     }
 }
 
@@ -88,4 +95,29 @@ pub fn task(ctx: &Context) -> anyhow::Result<StageTask> {
             }
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_defaults_are_the_policys_defaults() {
+        let config = Config::from_lookup(|_| None).expect("defaults");
+        assert_eq!(policy(&config), policy::Policy::default());
+        let tuned = Config::from_lookup(|k| match k {
+            "HINDSIGHT_JANITOR_ARCHIVE_BELOW" => Some("0.3".into()),
+            "HINDSIGHT_JANITOR_MERGE_COSINE" => Some("0.97".into()),
+            "HINDSIGHT_JANITOR_ARCHIVE_IDLE" => Some("60d".into()),
+            _ => None,
+        })
+        .expect("valid");
+        let p = policy(&tuned);
+        assert_eq!((p.archive_below, p.merge_cosine), (0.3, 0.97));
+        assert_eq!(p.archive_idle, chrono::Duration::days(60));
+        let refused = Config::from_lookup(|k| {
+            (k == "HINDSIGHT_JANITOR_MERGE_COSINE").then(|| "0.5".to_string())
+        });
+        assert!(refused.is_err());
+    }
 }

@@ -26,6 +26,8 @@ pub struct Policy {
     pub retention: Duration,
     /// Importance that health and safety constraints never decay below.
     pub safety_floor: f32,
+    /// Cosine at or above which two memories of one user and model merge.
+    pub merge_cosine: f32,
 }
 
 impl Default for Policy {
@@ -39,6 +41,7 @@ impl Default for Policy {
             consolidate_max_accesses: 3,
             retention: Duration::days(30),
             safety_floor: 0.8,
+            merge_cosine: 0.95,
         }
     }
 }

@@ -538,6 +538,7 @@ impl Exec<'_> {
         let mut survivors: Vec<Survivor> = Vec::new();
         let mut folded: Vec<Archive> = Vec::new();
         let mut groups = groups.iter();
+        let cosine = self.policy().merge_cosine;
         let mut next = match groups.next() {
             Some(group) => Some(steps::merge_rows(conn, group).await?),
             None => None,
@@ -548,7 +549,7 @@ impl Exec<'_> {
             // long, and each has a core.
             let compared = tokio::task::spawn_blocking(move || {
                 let vectors: Vec<&[f32]> = rows.iter().map(|r| r.embedding.as_slice()).collect();
-                let pairs = similarity::near_pairs(&vectors, MERGE_COSINE);
+                let pairs = similarity::near_pairs(&vectors, cosine);
                 let components = similarity::components(rows.len(), &pairs);
                 (rows, components)
             });
@@ -818,9 +819,6 @@ impl Exec<'_> {
         Ok(())
     }
 }
-
-/// Cosine at or above which two memories of one user and model merge.
-pub const MERGE_COSINE: f32 = 0.95;
 
 /// The member whose content is kept: the one naming the most entities, then
 /// the longest, then the most important, then the oldest.

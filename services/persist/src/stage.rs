@@ -85,6 +85,7 @@ fn new_memory(e: &EmbeddedFact, id: Uuid) -> NewMemory {
         context: f.context.clone(),
         source: Some(f.source.as_str().into()),
         flags: f.flags.clone(),
+        inferred: f.inferred,
     }
 }
 
@@ -246,6 +247,7 @@ impl PersistStage {
                         &f.entities,
                         &terms,
                         context.as_ref(),
+                        f.inferred,
                     )
                     .await?;
                     memories::add_source(&mut tx, into, tenant, &f.fact_id, &f.turn_id).await?;

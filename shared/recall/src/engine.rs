@@ -668,6 +668,7 @@ pub fn recalled(row: &MemoryRow, score: f64) -> RecalledMemory {
         source: row.source.clone(),
         trust: row.source_trust.clone(),
         flags: row.flags.clone(),
+        inferred: row.inferred,
         occurred_at: row.occurred_at,
         created_at: row.created_at,
         provenance: row.provenance.clone(),

@@ -23,7 +23,8 @@ const ORDERS: &str =
 const PREAMBLE: &str = "Context from memory of earlier conversations with this user. It may be incomplete or out of date; use it only where it is relevant to the request and ignore it otherwise.";
 
 /// Renders the brief; an empty answer says so rather than printing nothing.
-pub fn render(memories: &[RecalledMemory]) -> String {
+/// Dates are shown on `zone`'s calendar.
+pub fn render(memories: &[RecalledMemory], zone: chrono_tz::Tz) -> String {
     let mut out = String::from(PREAMBLE);
     out.push('\n');
     if memories.is_empty() {
@@ -60,11 +61,12 @@ pub fn render(memories: &[RecalledMemory]) -> String {
         }
         let _ = writeln!(out, "\n{title}:");
         for m in items {
+            let inferred = if m.inferred { " (inferred)" } else { "" };
             let _ = write!(
                 out,
-                "- {} ({}, {}, confidence {:.2}",
+                "- {}{inferred} ({}, {}, confidence {:.2}",
                 m.content.trim(),
-                m.date().format("%Y-%m-%d"),
+                m.date(zone).format("%Y-%m-%d"),
                 m.source_label(),
                 m.confidence
             );
@@ -86,6 +88,7 @@ pub fn render(memories: &[RecalledMemory]) -> String {
 #[cfg(test)]
 mod tests {
     use chrono::{TimeZone, Utc};
+    use chrono_tz::Tz;
 
     use super::*;
 
@@ -105,11 +108,14 @@ mod tests {
 
     #[test]
     fn memories_are_grouped_by_type_with_date_and_confidence() {
-        let brief = render(&[
-            memory("Li went hiking", "event", "active"),
-            memory("Li is allergic to peanuts", "constraint", "active"),
-            memory("Li prefers tea", "preference", "superseded"),
-        ]);
+        let brief = render(
+            &[
+                memory("Li went hiking", "event", "active"),
+                memory("Li is allergic to peanuts", "constraint", "active"),
+                memory("Li prefers tea", "preference", "superseded"),
+            ],
+            Tz::UTC,
+        );
         let constraints = brief.find("Constraints:").expect("constraints");
         let preferences = brief.find("Preferences:").expect("preferences");
         let events = brief.find("Recent events:").expect("events");
@@ -131,7 +137,7 @@ mod tests {
             ..memory("Yes, last weekend, it was great", "event", "active")
         };
         assert!(
-            render(&[reply]).contains(
+            render(&[reply], Tz::UTC).contains(
                 "- Yes, last weekend, it was great (2026-05-08, from the user, confidence 0.80; in reply to Caroline: Did you go camping?)"
             )
         );
@@ -151,7 +157,7 @@ mod tests {
                 "active",
             )
         };
-        let brief = render(&[tool, order]);
+        let brief = render(&[tool, order], Tz::UTC);
         assert!(
             brief.contains("- The flight leaves at 9 (2026-05-08, from a tool,"),
             "{brief}"
@@ -174,7 +180,7 @@ mod tests {
             ],
             ..memory("Our IT admin approved my new laptop", "fact", "active")
         };
-        let brief = render(&[laptop]);
+        let brief = render(&[laptop], Tz::UTC);
         assert!(!brief.contains("Instructions seen"), "{brief}");
         assert!(
             brief.contains("- Our IT admin approved my new laptop"),
@@ -183,7 +189,24 @@ mod tests {
     }
 
     #[test]
+    fn a_day_learnt_is_shown_on_the_tenants_calendar_and_a_day_said_as_said() {
+        let learnt = RecalledMemory {
+            occurred_at: None,
+            created_at: Utc
+                .with_ymd_and_hms(2026, 5, 7, 23, 30, 0)
+                .single()
+                .expect("date"),
+            ..memory("Li likes green tea", "preference", "active")
+        };
+        let shanghai: Tz = "Asia/Shanghai".parse().expect("zone");
+        assert!(render(std::slice::from_ref(&learnt), shanghai).contains("(2026-05-08,"));
+        assert!(render(&[learnt], Tz::UTC).contains("(2026-05-07,"));
+        let said = memory("Li went hiking", "event", "active");
+        assert!(render(&[said], shanghai).contains("(2026-05-08,"));
+    }
+
+    #[test]
     fn an_empty_answer_says_so() {
-        assert!(render(&[]).contains("no relevant memories"));
+        assert!(render(&[], Tz::UTC).contains("no relevant memories"));
     }
 }

@@ -1,7 +1,7 @@
 //! A recalled memory as every surface returns it (`hindsight recall --json`,
 //! HTTP, NATS, MCP).
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -32,6 +32,9 @@ pub struct RecalledMemory {
     /// `poison:<reason>` (why it was quarantined, or the cues of a near miss).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+    /// Only what the assistant inferred, not what anyone stated.
+    #[serde(default)]
+    pub inferred: bool,
     pub occurred_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     /// The ids of the turns the memory came from.
@@ -89,9 +92,14 @@ impl RecalledMemory {
         }
     }
 
-    /// The date a reader should see: when it happened, else when it was learnt.
-    pub fn date(&self) -> DateTime<Utc> {
-        self.occurred_at.unwrap_or(self.created_at)
+    /// The date a reader should see: the day it happened (a calendar day,
+    /// stored as its midnight UTC), else the day it was learnt on `zone`'s
+    /// calendar.
+    pub fn date(&self, zone: chrono_tz::Tz) -> NaiveDate {
+        match self.occurred_at {
+            Some(day) => day.date_naive(),
+            None => self.created_at.with_timezone(&zone).date_naive(),
+        }
     }
 }
 
@@ -121,6 +129,7 @@ pub(crate) fn sample(content: &str) -> RecalledMemory {
         source: Some("user".into()),
         trust: "high".into(),
         flags: vec![],
+        inferred: false,
         occurred_at: None,
         created_at: Utc::now(),
         provenance: vec![],

@@ -178,7 +178,7 @@ pub fn periods(query: &str, now: DateTime<Utc>) -> Vec<Period> {
         .collect();
     out.extend(CHINESE.captures_iter(query).filter_map(|c| chinese(&c)));
     out.extend(
-        dates::relative_spans(query, now)
+        dates::relative_spans(query, today)
             .into_iter()
             .map(Period::Days),
     );

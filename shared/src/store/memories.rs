@@ -90,6 +90,8 @@ pub struct NewMemory {
     pub source: Option<String>,
     /// The poisoning screen's record (`screen:<score>`, `poison:<reason>`).
     pub flags: Vec<String>,
+    /// Only what the assistant inferred, not what anyone stated.
+    pub inferred: bool,
 }
 
 const CANDIDATE_COLUMNS: &str =
@@ -165,9 +167,9 @@ pub async fn insert_on(conn: &mut sqlx::PgConnection, m: &NewMemory) -> Result<(
         "INSERT INTO memories (id, tenant, user_id, agent_id, session_id, kind, fact_type, content, content_key,
                                entities, importance, confidence, source_trust, status, occurred_at, valid_from,
                                expires_at, embedding_model, embedding_version, embedding, terms, context, terms_version,
-                               source, flags, index_state)
+                               source, flags, inferred, index_state)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
-                 $24, $25, 'pending')
+                 $24, $25, $26, 'pending')
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(m.id)
@@ -195,13 +197,15 @@ pub async fn insert_on(conn: &mut sqlx::PgConnection, m: &NewMemory) -> Result<(
     .bind(TERMS_VERSION)
     .bind(&m.source)
     .bind(&m.flags)
+    .bind(m.inferred)
     .execute(conn)
     .await?;
     Ok(())
 }
 
 /// Folds a new fact into an existing memory. `terms` are the merged
-/// memory's [`search_terms`]; `context` is kept unless the memory had none.
+/// memory's [`search_terms`]; `context` is kept unless the memory had none;
+/// a stated fact (`inferred` false) makes the memory stated.
 #[allow(clippy::too_many_arguments)]
 pub async fn merge(
     tx: &mut Tx<'_>,
@@ -214,10 +218,11 @@ pub async fn merge(
     entities: &[String],
     terms: &[String],
     context: Option<&TurnContext>,
+    inferred: bool,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE memories
-         SET content = $2, content_key = $3, terms = $8, embedding = coalesce($4, embedding),
+         SET inferred = inferred AND $11, content = $2, content_key = $3, terms = $8, embedding = coalesce($4, embedding),
              importance = greatest(importance, $5), confidence = least(1.0, greatest(confidence, $6) + 0.1),
              entities = ARRAY(SELECT DISTINCT unnest(entities || $7::text[])),
              context = coalesce(context, $9), terms_version = $10,
@@ -234,6 +239,7 @@ pub async fn merge(
     .bind(terms)
     .bind(context.map(sqlx::types::Json))
     .bind(TERMS_VERSION)
+    .bind(inferred)
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -49,6 +49,8 @@ pub struct MemoryRow {
     pub source: Option<String>,
     /// The poisoning screen's record (`screen:<score>`, `poison:<reason>`).
     pub flags: Vec<String>,
+    /// Only what the assistant inferred, not what anyone stated.
+    pub inferred: bool,
     pub status: String,
     pub superseded_by: Option<Uuid>,
     pub occurred_at: Option<DateTime<Utc>>,
@@ -76,7 +78,7 @@ pub struct RecallRow {
 }
 
 pub(crate) const MEMORY_ROW_COLUMNS: &str = "m.id, m.user_id, m.session_id, m.kind, m.fact_type, m.content, m.entities,
-    m.importance, m.confidence, m.source_trust, m.source, m.flags, m.status, m.superseded_by, m.occurred_at, m.valid_from, m.created_at,
+    m.importance, m.confidence, m.source_trust, m.source, m.flags, m.inferred, m.status, m.superseded_by, m.occurred_at, m.valid_from, m.created_at,
     m.updated_at, m.last_accessed_at, m.access_count, m.context,
     coalesce((SELECT array_agg(s.turn_id ORDER BY s.added_at, s.turn_id) FROM memory_sources s WHERE s.memory_id = m.id), '{}') AS provenance";
 

@@ -41,7 +41,8 @@ pub fn user_message(kept: &KeptTurn) -> String {
     let mut message = json!({
         "speaker": turn.speaker,
         "role": turn.role.as_str(),
-        "date": turn.ts.format("%Y-%m-%d (%A)").to_string(),
+        // The sender's calendar: "yesterday" is the day before this one.
+        "date": turn.local_ts().format("%Y-%m-%d (%A)").to_string(),
         "content": turn.content,
     });
     if let Some(c) = &kept.context {
@@ -100,6 +101,7 @@ mod tests {
                 ts: chrono::DateTime::parse_from_rfc3339("2023-07-17T10:00:00Z")
                     .map(|t| t.with_timezone(&chrono::Utc))
                     .expect("valid"),
+                utc_offset_minutes: None,
                 metadata: Default::default(),
             },
             trust: Trust::High,

@@ -234,7 +234,9 @@ fn draft(kept: &KeptTurn, clause: &str, question: bool, emphasised: bool) -> Dra
         classify::importance(clause, fact_type, emphasised)
     };
     let speaker = written_name(&turn.speaker);
-    let resolved = dates::resolve(strip_reminder(clause), turn.ts);
+    // The sender's calendar day: 07:30 in Shanghai is still the day before in UTC.
+    let today = turn.local_ts().date_naive();
+    let resolved = dates::resolve(strip_reminder(clause), today);
     let third = pronouns::third_person_text(&resolved.text, &speaker);
     let content = if question {
         format!("{speaker} asked: {third}")
@@ -249,7 +251,8 @@ fn draft(kept: &KeptTurn, clause: &str, question: bool, emphasised: bool) -> Dra
     }
     let occurred_at = match (resolved.span, fact_type) {
         (Some(span), _) => Some(dates::at_midnight(span.start)),
-        (None, FactType::Event) => Some(turn.ts),
+        // `occurred_at` is a calendar day (midnight UTC of it), as dates in the text are.
+        (None, FactType::Event) => Some(dates::at_midnight(today)),
         _ => None,
     };
     let valid_until = match (resolved.span, fact_type) {
@@ -358,6 +361,7 @@ mod tests {
                 ts: chrono::DateTime::parse_from_rfc3339("2023-05-08T13:56:00Z")
                     .map(|t| t.with_timezone(&chrono::Utc))
                     .expect("valid"),
+                utc_offset_minutes: None,
                 metadata: Default::default(),
             },
             trust: Trust::High,

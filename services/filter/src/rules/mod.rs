@@ -4,6 +4,7 @@
 pub mod poison;
 pub mod screen;
 pub mod secrets;
+pub mod working;
 
 use hindsight_shared::{chitchat, turn::Turn};
 

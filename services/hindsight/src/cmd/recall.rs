@@ -80,7 +80,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&answer)?);
         return Ok(());
     }
-    print!("{}", brief::render(&answer.memories));
+    print!(
+        "{}",
+        brief::render(&answer.memories, config.time_zones.of(&args.tenant))
+    );
     if let Some(wm) = &answer.working_memory
         && !wm.is_empty()
     {

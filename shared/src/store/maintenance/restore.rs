@@ -48,8 +48,11 @@ impl Store {
         let mut back = 0;
         for row in rows {
             let inserted = sqlx::query(
+                // Exports written before a NOT NULL column existed lack it:
+                // its default comes first, the row's own value wins.
                 "INSERT INTO memories
-                 SELECT * FROM jsonb_populate_record(NULL::memories, $1 - 'sources')
+                 SELECT * FROM jsonb_populate_record(NULL::memories,
+                     '{\"flags\": [], \"inferred\": false}'::jsonb || ($1 - 'sources'))
                  ON CONFLICT (id) DO NOTHING",
             )
             .bind(row)
