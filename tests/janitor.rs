@@ -621,3 +621,42 @@ async fn consolidation_writes_with_the_llm_and_keeps_the_rules_when_it_fails() {
     );
     d.remove().await;
 }
+
+#[tokio::test]
+async fn an_expired_memory_is_archived_and_restorable() {
+    let d = Deployment::new("test", |_| {}).await;
+    let pool = d.ctx.store.pool.clone();
+    let t = now();
+    let mut over = Seed::aged("acme", "li", "Li is in Tokyo until Friday", t, 3);
+    over.fact_type = "plan";
+    over.importance = 0.9;
+    over.expires_at = Some(t - Duration::days(1));
+    let mut ahead = Seed::aged("acme", "li", "Li is in Lisbon until next month", t, 3);
+    ahead.fact_type = "plan";
+    ahead.importance = 0.9;
+    ahead.embedding = basis(1);
+    ahead.expires_at = Some(t + Duration::days(20));
+    let (over, ahead) = (over.write(&pool).await, ahead.write(&pool).await);
+    let status = |id: Uuid| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>("SELECT status FROM memories WHERE id = $1")
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .expect("status")
+        }
+    };
+
+    let j = janitor(&d);
+    let dry = ran(&j, request(true)).await;
+    assert_eq!(dry.counts.total.archived, 1, "the dry run counts it");
+    assert_eq!(status(over).await, "active", "and changes nothing");
+    let run = ran(&j, request(false)).await;
+    assert_eq!(run.counts.total.archived, 1);
+    assert_eq!(status(over).await, "archived");
+    assert_eq!(status(ahead).await, "active");
+    j.restore(run.id, false).await.expect("restored");
+    assert_eq!(status(over).await, "active", "archiving is reversible");
+    d.remove().await;
+}

@@ -22,6 +22,7 @@ pub struct Seed {
     pub last_accessed_at: Option<DateTime<Utc>>,
     pub access_count: i32,
     pub archived_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
     pub embedding: Vec<f32>,
     /// Provenance rows (fact ids); turn ids are derived from them.
     pub facts: Vec<String>,
@@ -43,6 +44,7 @@ impl Seed {
             last_accessed_at: None,
             access_count: 0,
             archived_at: None,
+            expires_at: None,
             embedding: basis(0),
             facts: vec![format!("fact-{}", Uuid::new_v4())],
         }
@@ -58,9 +60,9 @@ impl Seed {
             "INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, entities,
                                    importance, confidence, source_trust, status, created_at, updated_at,
                                    last_accessed_at, access_count, archived_at, embedding_model,
-                                   embedding_version, embedding, terms, index_state)
+                                   embedding_version, embedding, terms, index_state, expires_at)
              VALUES ($1, $2, $3, $4, $5, $6, lower($6), $7, $8, 0.9, 'high', $9, $10, $10, $11, $12, $13,
-                     'test-model', '1', $14, '{}', 'indexed')",
+                     'test-model', '1', $14, '{}', 'indexed', $15)",
         )
         .bind(self.id)
         .bind(&self.tenant)
@@ -76,6 +78,7 @@ impl Seed {
         .bind(self.access_count)
         .bind(self.archived_at)
         .bind(&self.embedding)
+        .bind(self.expires_at)
         .execute(pool)
         .await
         .expect("memory written");

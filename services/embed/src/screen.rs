@@ -59,7 +59,7 @@ pub fn judge(examples: &semantic::Examples, fact: &mut Fact, vector: &[f32], thr
     }
     let mut a = Assessment {
         score: screen_score(&fact.flags),
-        reasons: vec![],
+        ..Default::default()
     };
     semantic::judge(&mut a, &fact.content, examples.nearness(vector, None));
     if a.reasons.is_empty() || a.score < threshold {

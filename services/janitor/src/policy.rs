@@ -60,6 +60,8 @@ pub struct MemoryState<'a> {
     /// When a run last decayed it (so a second run decays only the time since).
     pub decayed_at: Option<DateTime<Utc>>,
     pub archived_at: Option<DateTime<Utc>>,
+    /// When it stops being true ("until Friday", a plan's week).
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 impl MemoryState<'_> {
@@ -132,12 +134,14 @@ pub fn decayed_importance(policy: &Policy, m: &MemoryState<'_>, now: DateTime<Ut
     }
 }
 
-/// Whether an active memory is archived at `now` (with its importance after decay).
+/// Whether an active memory is archived at `now` (with its importance after
+/// decay): it has expired, or it is unimportant and idle.
 pub fn archives(policy: &Policy, m: &MemoryState<'_>, importance: f32, now: DateTime<Utc>) -> bool {
     m.status == "active"
-        && floor(policy, m).is_none()
-        && importance < policy.archive_below
-        && now - m.last_touch() >= policy.archive_idle
+        && (m.expires_at.is_some_and(|end| end <= now)
+            || (floor(policy, m).is_none()
+                && importance < policy.archive_below
+                && now - m.last_touch() >= policy.archive_idle))
 }
 
 /// Whether an active episodic memory is folded into a semantic summary at `now`.
@@ -184,7 +188,23 @@ mod tests {
             last_accessed_at: None,
             decayed_at: None,
             archived_at: None,
+            expires_at: None,
         }
+    }
+
+    #[test]
+    fn an_expired_memory_is_archived_however_important_and_fresh() {
+        let p = Policy::default();
+        let plan = MemoryState {
+            expires_at: Some(now() - Duration::hours(1)),
+            ..memory("Li is in Tokyo until Friday", "plan", 0.9, 0)
+        };
+        assert!(archives(&p, &plan, 0.9, now()));
+        let later = MemoryState {
+            expires_at: Some(now() + Duration::hours(1)),
+            ..plan.clone()
+        };
+        assert!(!archives(&p, &later, 0.9, now()));
     }
 
     #[test]

@@ -413,6 +413,7 @@ fn state(r: &steps::StateRow) -> MemoryState<'_> {
         last_accessed_at: r.last_accessed_at,
         decayed_at: r.decayed_at,
         archived_at: r.archived_at,
+        expires_at: r.expires_at,
     }
 }
 
@@ -715,6 +716,7 @@ impl Exec<'_> {
                         last_accessed_at: r.last_accessed_at,
                         decayed_at: None,
                         archived_at: None,
+                        expires_at: None,
                     };
                     policy::consolidates(self.policy(), &m, self.as_of)
                 })

@@ -255,8 +255,14 @@ fn draft(kept: &KeptTurn, clause: &str, question: bool, emphasised: bool) -> Dra
         (None, FactType::Event) => Some(dates::at_midnight(today)),
         _ => None,
     };
-    let valid_until = match (resolved.span, fact_type) {
-        (Some(span), FactType::Plan) => span.end.succ_opt().map(dates::at_midnight),
+    // Until the end of the last day it holds: "until Friday", 到周五为止, or a plan's dates.
+    let valid_until = match (
+        dates::last_valid_day(clause, today),
+        resolved.span,
+        fact_type,
+    ) {
+        (Some(last), _, _) => last.succ_opt().map(dates::at_midnight),
+        (None, Some(span), FactType::Plan) => span.end.succ_opt().map(dates::at_midnight),
         _ => None,
     };
     Draft {

@@ -42,6 +42,13 @@ pub fn assess(turn: &Turn, model: Option<&screen::learnt::Model>) -> screen::Ass
     for p in poison::screen(&turn.content) {
         if !reported {
             assessment.score += 1.0;
+            // A known attack, unquoted, is an order by itself: the learnt
+            // model may add to it, not talk it down. Quoted, it may be a
+            // report of one, which the model knows from the look-alikes.
+            if assessment.opinion < 0.0 && !screen::quotes(&turn.content) {
+                assessment.score -= assessment.opinion;
+                assessment.opinion = 0.0;
+            }
         }
         assessment.reasons.push(format!("known:{p}"));
     }

@@ -30,11 +30,13 @@ pub struct StateRow {
     pub decayed_at: Option<DateTime<Utc>>,
     pub archived_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 const STATE_COLUMNS: &str = "id, tenant, user_id, kind, fact_type, status,
     CASE WHEN fact_type = 'constraint' THEN content ELSE '' END AS content,
-    importance, access_count, created_at, last_accessed_at, decayed_at, archived_at, updated_at";
+    importance, access_count, created_at, last_accessed_at, decayed_at, archived_at, updated_at,
+    expires_at";
 
 /// The last time anyone used a memory, in SQL (as `MemoryState::last_touch`).
 const LAST_TOUCH: &str = "greatest(coalesce(last_accessed_at, created_at), created_at)";
@@ -167,8 +169,9 @@ pub async fn decay_candidates(
     stretch(conn, &condition, tenant, stale_before, from, limit).await
 }
 
-/// Active memories untouched since `idle_before`: the stretch from `from`
-/// (see [`Stretch`]).
+/// Active memories untouched since `idle_before`, and those with an end
+/// (`expires_at`, which the policy compares with the run's clock): the
+/// stretch from `from` (see [`Stretch`]).
 pub async fn archive_candidates(
     conn: &mut PgConnection,
     tenant: Option<&str>,
@@ -176,7 +179,7 @@ pub async fn archive_candidates(
     from: Position,
     limit: i64,
 ) -> Result<Stretch, StoreError> {
-    let condition = format!("{LAST_TOUCH} <= $2");
+    let condition = format!("({LAST_TOUCH} <= $2 OR expires_at IS NOT NULL)");
     stretch(conn, &condition, tenant, idle_before, from, limit).await
 }
 

@@ -32,6 +32,9 @@ pub struct Assessment {
     /// The cues and combinations that made the score, e.g. `override`,
     /// `standing+others`, `from:tool`, `decoded:override`.
     pub reasons: Vec<String>,
+    /// What the learnt model added to the score (below 0 for text like the
+    /// look-alikes), included in `score`.
+    pub opinion: f64,
 }
 
 impl Assessment {
@@ -92,7 +95,7 @@ const PAIRS: &[(Cue, Cue, f64)] = &[
 const REPORTED: f64 = -1.0;
 
 /// Quotation marks of the seven languages.
-fn quotes(text: &str) -> bool {
+pub(crate) fn quotes(text: &str) -> bool {
     text.chars()
         .filter(|c| {
             matches!(
@@ -145,6 +148,7 @@ pub fn assess_with(text: &str, source: Source, model: Option<&learnt::Model>) ->
             opinion = opinion.max(0.0);
         }
         a.add(opinion, format!("learnt:{p:.2}"));
+        a.opinion = opinion;
     }
     for payload in normalise::decoded(text) {
         let (inner, _) = assess_folded(&normalise::fold(&payload), source);
