@@ -120,6 +120,10 @@ impl Trust {
     }
 }
 
+/// The largest UTC offset a turn may give, in minutes: 18 hours (real zones
+/// span −12:00 to +14:00).
+pub const MAX_UTC_OFFSET_MINUTES: i64 = 18 * 60;
+
 /// A turn that passed validation, with every default applied.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Turn {
@@ -521,6 +525,22 @@ pub fn parse_envelope(
             (parsed.with_timezone(&Utc), offset)
         }
     };
+    // Given apart (as the filter passes a turn on, with `ts` in UTC), it wins.
+    let utc_offset_minutes = match obj.get("utc_offset_minutes") {
+        None | Some(Value::Null) => utc_offset_minutes,
+        Some(v) => Some(
+            v.as_i64()
+                .filter(|m| m.abs() <= MAX_UTC_OFFSET_MINUTES)
+                .and_then(|m| i32::try_from(m).ok())
+                .ok_or_else(|| EnvelopeError::Invalid {
+                    field: "utc_offset_minutes",
+                    reason: format!(
+                        "expected whole minutes east of UTC, from -{MAX_UTC_OFFSET_MINUTES} to {MAX_UTC_OFFSET_MINUTES}; got {}",
+                        shorten(&v.to_string())
+                    ),
+                })?,
+        ),
+    };
 
     let metadata = match obj.get("metadata") {
         None | Some(Value::Null) => Map::new(),
@@ -664,7 +684,18 @@ mod tests {
         v["ts"] = json!("2026-01-02T03:04:05Z");
         assert_eq!(parse(v.clone()).expect("valid").utc_offset_minutes, None);
         v["ts"] = json!("2026-01-02T03:04:05+00:00");
-        assert_eq!(parse(v).expect("valid").utc_offset_minutes, Some(0));
+        assert_eq!(parse(v.clone()).expect("valid").utc_offset_minutes, Some(0));
+        // Given apart, as the filter passes a turn on.
+        v["ts"] = json!("2026-01-02T03:04:05Z");
+        v["utc_offset_minutes"] = json!(480);
+        assert_eq!(
+            parse(v.clone()).expect("valid").utc_offset_minutes,
+            Some(480)
+        );
+        v["utc_offset_minutes"] = json!(100_000);
+        assert!(parse(v.clone()).is_err());
+        v["utc_offset_minutes"] = json!("+08:00");
+        assert!(parse(v).is_err());
     }
 
     #[test]
