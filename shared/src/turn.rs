@@ -521,7 +521,10 @@ pub fn parse_envelope(
             // `Z` says the time is UTC, not that the sender lives there; most
             // clients write it whatever their zone.
             let unknown = ts.ends_with(['Z', 'z']) || ts.ends_with("-00:00");
-            let offset = (!unknown).then(|| parsed.offset().local_minus_utc() / 60);
+            // Past 18 hours no zone lies: such an offset is left unknown.
+            let offset = (!unknown)
+                .then(|| parsed.offset().local_minus_utc() / 60)
+                .filter(|m| i64::from(*m).abs() <= MAX_UTC_OFFSET_MINUTES);
             (parsed.with_timezone(&Utc), offset)
         }
     };
