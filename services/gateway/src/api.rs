@@ -124,6 +124,10 @@ impl Gateway {
     /// Screens working-memory writes with `settings` (`HINDSIGHT_SCREEN_THRESHOLD`,
     /// `HINDSIGHT_SCREEN_LEARNT`).
     pub fn screening(mut self, settings: screen::Settings) -> Self {
+        // Fit now, not inside the first write's request.
+        if settings.learnt {
+            screen::learnt::model();
+        }
         self.screen = settings;
         self
     }

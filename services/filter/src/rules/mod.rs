@@ -6,7 +6,10 @@ pub mod screen;
 pub mod secrets;
 pub mod working;
 
-use hindsight_shared::{chitchat, turn::Turn};
+use hindsight_shared::{
+    chitchat,
+    turn::{Source, Turn},
+};
 
 /// Whether the turn goes on to extraction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,17 +38,26 @@ pub struct Verdict {
 /// ([`poison::screen`]), which count as an order each unless the text reports
 /// an attack.
 pub fn assess(turn: &Turn, model: Option<&screen::learnt::Model>) -> screen::Assessment {
-    let mut assessment = screen::assess_with(&turn.content, turn.source, model);
+    assess_text(&turn.content, turn.source, model)
+}
+
+/// [`assess`] for any text from `source` (working-memory values too).
+pub fn assess_text(
+    content: &str,
+    source: Source,
+    model: Option<&screen::learnt::Model>,
+) -> screen::Assessment {
+    let mut assessment = screen::assess_with(content, source, model);
     // A reported attack (quoted, "such as…") matches the known patterns too;
     // it is the report the screen already discounted, not a second order.
     let reported = assessment.reasons.iter().any(|r| r == "reported");
-    for p in poison::screen(&turn.content) {
+    for p in poison::screen(content) {
         if !reported {
             assessment.score += 1.0;
             // A known attack, unquoted, is an order by itself: the learnt
             // model may add to it, not talk it down. Quoted, it may be a
             // report of one, which the model knows from the look-alikes.
-            if assessment.opinion < 0.0 && !screen::quotes(&turn.content) {
+            if assessment.opinion < 0.0 && !screen::quotes(content) {
                 assessment.score -= assessment.opinion;
                 assessment.opinion = 0.0;
             }

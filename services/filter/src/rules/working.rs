@@ -40,7 +40,8 @@ pub fn screen(
     for (key, value) in changes {
         let mut value = value.clone();
         walk(key, &mut value, &mut |path, text| {
-            let a = screen::assess_with(text, Source::Agent, model);
+            // The same screen as a turn's, known attack patterns included.
+            let a = super::assess_text(text, Source::Agent, model);
             if a.score >= settings.threshold {
                 return Err(Refused {
                     key: path.to_string(),
