@@ -31,6 +31,12 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
+# A build directory chosen for the main workspace (as .ci/run does) gets a sibling for the fuzz
+# build, which compiles the same crates with other flags: each stays warm between runs.
+if [ -n "${CARGO_BUILD_BUILD_DIR:-}" ]; then
+  export CARGO_BUILD_BUILD_DIR="${CARGO_BUILD_BUILD_DIR%/}-fuzz"
+fi
+
 log "building ${targets[*]}"
 start=$SECONDS
 cargo fuzz build "${flags[@]}"
