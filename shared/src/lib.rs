@@ -15,6 +15,7 @@ pub mod duration;
 pub mod embedding;
 pub mod events;
 pub mod fact;
+pub mod http_client;
 pub mod ids;
 pub mod namespace;
 pub mod ops_http;

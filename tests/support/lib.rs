@@ -36,6 +36,11 @@ pub fn succeeded(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// An HTTP client for the gateway (built as every client in hindsight is, with its TLS provider).
+pub fn http() -> reqwest::Client {
+    hindsight_shared::http_client::client().expect("an HTTP client")
+}
+
 pub mod fake_llm;
 pub mod mcp;
 pub mod prometheus;

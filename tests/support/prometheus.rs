@@ -69,7 +69,9 @@ impl Scrape {
 
 /// Scrapes `BASE/metrics`.
 pub async fn scrape(base_url: &str) -> Scrape {
-    let response = reqwest::get(format!("{base_url}/metrics"))
+    let response = crate::http()
+        .get(format!("{base_url}/metrics"))
+        .send()
         .await
         .expect("/metrics answers");
     assert!(
@@ -146,39 +148,5 @@ fn label_set(text: &str) -> Option<(BTreeMap<String, String>, &str)> {
         let end = end?;
         labels.insert(key, value);
         rest = &rest[eq + 1 + end + 1..];
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn samples_are_summed_over_a_label_subset() {
-        let scrape = Scrape::parse(
-            "# HELP x_total Things.\n# TYPE x_total counter\n\
-             x_total{stage=\"filter\",tenant=\"a\",reason=\"invalid turn\"} 3\n\
-             x_total{stage=\"filter\",tenant=\"a\",reason=\"say \\\"hi\\\", \\\\ ok\"} 2\n\
-             x_total{stage=\"extract\",tenant=\"a\",reason=\"undecodable\"} 1 1700000000000\n\
-             x_total{stage=\"filter\",tenant=\"b\",reason=\"invalid turn\"} 7\n\
-             y 4.5\n\
-             h_bucket{le=\"+Inf\"} 9\n",
-        );
-        assert_eq!(scrape.sum("x_total", &[("tenant", "a")]), 6.0);
-        assert_eq!(
-            scrape.sum("x_total", &[("stage", "filter"), ("tenant", "a")]),
-            5.0
-        );
-        assert_eq!(
-            scrape.sum("x_total", &[("reason", "say \"hi\", \\ ok")]),
-            2.0
-        );
-        assert_eq!(scrape.sum("x_total", &[("tenant", "c")]), 0.0);
-        assert_eq!(scrape.sum("y", &[]), 4.5);
-        assert_eq!(scrape.sum("h_bucket", &[("le", "+Inf")]), 9.0);
-        assert_eq!(
-            scrape.values("x_total", &[("tenant", "a")], "stage"),
-            ["extract", "filter"]
-        );
     }
 }

@@ -25,6 +25,8 @@ pub enum EmbedError {
     Unavailable(String),
     #[error("embeddings endpoint refused the request: {0}")]
     Refused(String),
+    #[error("cannot build the HTTP client for the embeddings endpoint: {0}")]
+    Client(String),
 }
 
 impl EmbedError {
@@ -58,7 +60,7 @@ pub fn from_config(config: &EmbedConfig) -> Result<Arc<dyn Embedder>, EmbedError
             config.api_key.as_deref(),
             &config.model,
             config.dimension,
-        )),
+        )?),
         None => Arc::new(local::LocalEmbedder::load(&config.model_dir)?),
     })
 }

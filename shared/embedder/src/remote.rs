@@ -17,19 +17,26 @@ pub struct RemoteEmbedder {
 
 impl RemoteEmbedder {
     /// `dimension` is checked against the first answer.
-    pub fn new(base_url: &str, api_key: Option<&str>, model: &str, dimension: usize) -> Self {
+    pub fn new(
+        base_url: &str,
+        api_key: Option<&str>,
+        model: &str,
+        dimension: usize,
+    ) -> Result<Self, EmbedError> {
         let mut config = OpenAIConfig::new().with_api_base(base_url.trim_end_matches('/'));
         if let Some(key) = api_key {
             config = config.with_api_key(key);
         }
-        Self {
-            client: Client::with_config(config),
+        let http = hindsight_shared::http_client::client()
+            .map_err(|e| EmbedError::Client(e.to_string()))?;
+        Ok(Self {
+            client: Client::build(http, config),
             id: ModelId {
                 name: model.to_string(),
                 version: base_url.to_string(),
                 dimension,
             },
-        }
+        })
     }
 }
 

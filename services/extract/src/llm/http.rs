@@ -39,11 +39,16 @@ pub struct Transport {
 
 impl Transport {
     pub fn new(timeout: Duration) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
+        let client = hindsight_shared::http_client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
             .build()?;
         Ok(Self { client })
+    }
+
+    /// The client requests go out on.
+    pub fn client(&self) -> reqwest::Client {
+        self.client.clone()
     }
 }
 

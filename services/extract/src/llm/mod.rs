@@ -98,7 +98,8 @@ impl LlmExtractor {
         }
         let transport =
             http::Transport::new(config.timeout).map_err(|e| BuildError(e.to_string()))?;
-        let client = Client::with_config(openai).with_http_service(transport);
+        // async-openai builds requests with the client and sends them through `transport`.
+        let client = Client::build(transport.client(), openai).with_http_service(transport);
         Ok(Some(Self {
             client,
             model: config.model.clone(),

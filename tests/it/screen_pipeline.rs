@@ -31,8 +31,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 const TENANT: &str = "acme";
-const ATTACKS: &str = include_str!("corpus/screen/attacks.jsonl");
-const LOOKALIKES: &str = include_str!("corpus/screen/lookalikes.jsonl");
+const ATTACKS: &str = include_str!("../corpus/screen/attacks.jsonl");
+const LOOKALIKES: &str = include_str!("../corpus/screen/lookalikes.jsonl");
 /// Lines taken per (technique or kind, language).
 const PER_GROUP: usize = 2;
 
@@ -269,7 +269,7 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
         "attacks are quarantined in every language"
     );
 
-    let client = reqwest::Client::new();
+    let client = hindsight_tests::http();
     let key = d.ctx.store.create_tenant_key(TENANT).await.expect("key");
     let quarantined: Vec<&Line> = attacks
         .iter()

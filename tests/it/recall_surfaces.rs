@@ -23,7 +23,7 @@ struct Http {
 impl Http {
     fn new(stack: &Stack) -> Self {
         Self {
-            client: reqwest::Client::new(),
+            client: hindsight_tests::http(),
             base: stack.base_url.clone(),
         }
     }
@@ -472,7 +472,7 @@ async fn the_memory_api_working_memory_and_conflicts() {
     );
 
     // The brief, ready for a prompt.
-    let resp = reqwest::Client::new()
+    let resp = hindsight_tests::http()
         .post(format!("{}/v1/recall?format=brief", stack.base_url))
         .header("authorization", format!("Bearer {key}"))
         .header("content-type", "application/json")
@@ -489,7 +489,7 @@ async fn the_memory_api_working_memory_and_conflicts() {
     // Working-memory writes are screened as turns are: a secret is redacted
     // and named, an order to the assistant refused with its reasons.
     let put = |changes: Value| {
-        reqwest::Client::new()
+        hindsight_tests::http()
             .put(format!(
                 "{}/v1/users/li/sessions/s1/working",
                 stack.base_url
@@ -559,7 +559,7 @@ async fn the_memory_api_working_memory_and_conflicts() {
         .filter(|m| !m["content"].as_str().unwrap_or_default().contains("Tyrol"))
         .all(|m| m["inferred"] == json!(false));
     assert!(stated, "{body}");
-    let brief = reqwest::Client::new()
+    let brief = hindsight_tests::http()
         .post(format!("{}/v1/recall?format=brief", stack.base_url))
         .header("authorization", format!("Bearer {key}"))
         .header("content-type", "application/json")
@@ -703,7 +703,7 @@ async fn mcp_over_http_acts_for_the_keys_tenant() {
     .await;
     drained(&d, 1).await;
 
-    let client = reqwest::Client::new();
+    let client = hindsight_tests::http();
     let search = |key: &str| {
         let (client, base_url, key) = (client.clone(), stack.base_url.clone(), key.to_string());
         async move {

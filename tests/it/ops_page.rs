@@ -132,7 +132,7 @@ async fn the_ops_page_in_chromium_shows_what_the_system_holds() {
     stack::drained(&d, valid).await;
 
     // Every stage has acked everything and the DLQ holds the three.
-    let client = reqwest::Client::new();
+    let client = hindsight_tests::http();
     let ops_json = format!("{}/ops.json", stack.base_url);
     eventually(
         "the ops snapshot shows no lag and three dead letters",

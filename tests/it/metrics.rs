@@ -326,3 +326,33 @@ async fn metrics_count_every_turn_by_stage_reason_and_outcome() {
     stack.stop().await;
     d.remove().await;
 }
+
+/// The test helper that reads a scrape: samples summed over a subset of their labels.
+#[test]
+fn a_scrape_sums_samples_over_a_subset_of_their_labels() {
+    let scrape = hindsight_tests::prometheus::Scrape::parse(
+        "# HELP x_total Things.\n# TYPE x_total counter\n\
+         x_total{stage=\"filter\",tenant=\"a\",reason=\"invalid turn\"} 3\n\
+         x_total{stage=\"filter\",tenant=\"a\",reason=\"say \\\"hi\\\", \\\\ ok\"} 2\n\
+         x_total{stage=\"extract\",tenant=\"a\",reason=\"undecodable\"} 1 1700000000000\n\
+         x_total{stage=\"filter\",tenant=\"b\",reason=\"invalid turn\"} 7\n\
+         y 4.5\n\
+         h_bucket{le=\"+Inf\"} 9\n",
+    );
+    assert_eq!(scrape.sum("x_total", &[("tenant", "a")]), 6.0);
+    assert_eq!(
+        scrape.sum("x_total", &[("stage", "filter"), ("tenant", "a")]),
+        5.0
+    );
+    assert_eq!(
+        scrape.sum("x_total", &[("reason", "say \"hi\", \\ ok")]),
+        2.0
+    );
+    assert_eq!(scrape.sum("x_total", &[("tenant", "c")]), 0.0);
+    assert_eq!(scrape.sum("y", &[]), 4.5);
+    assert_eq!(scrape.sum("h_bucket", &[("le", "+Inf")]), 9.0);
+    assert_eq!(
+        scrape.values("x_total", &[("tenant", "a")], "stage"),
+        ["extract", "filter"]
+    );
+}

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 const TENANT: &str = "acme";
-const CORPUS: &str = include_str!("corpus/poisoning.jsonl");
+const CORPUS: &str = include_str!("../corpus/poisoning.jsonl");
 
 /// One line of the corpus: a turn (`poison` or `normal`) or a `query` aimed at
 /// the poison, asked for every user.
@@ -236,7 +236,7 @@ async fn poisoning_turns_never_reach_trusted_recall() {
     );
 
     let http = Http {
-        client: reqwest::Client::new(),
+        client: hindsight_tests::http(),
         url: format!("{}/v1/recall", stack.base_url),
         key: d.ctx.store.create_tenant_key(TENANT).await.expect("key"),
     };

@@ -44,7 +44,7 @@ async fn say(
 }
 
 async fn recall(stack: &Stack, key: &str, body: Value) -> Value {
-    let resp = reqwest::Client::new()
+    let resp = hindsight_tests::http()
         .post(format!("{}/v1/recall", stack.base_url))
         .header("authorization", format!("Bearer {key}"))
         .json(&body)
