@@ -5,6 +5,7 @@
 //! Every vector carries the identity of the model that made it
 //! ([`ModelId`]); vectors are only ever compared within one model.
 
+pub mod bert;
 pub mod local;
 pub mod remote;
 

@@ -1,6 +1,6 @@
 //! A BERT-family sentence model (all-MiniLM-L6-v2 by default) run in-process
-//! with candle: BERT forward pass, mean pooling over the attention mask, L2
-//! normalisation — what sentence-transformers does.
+//! with candle: the encoder ([`crate::bert`]), mean pooling over the attention
+//! mask, L2 normalisation — what sentence-transformers does.
 
 use std::{
     path::{Path, PathBuf},
@@ -10,16 +10,18 @@ use std::{
 use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-use crate::{EmbedError, Embedder, ModelId};
+use crate::{
+    EmbedError, Embedder, ModelId,
+    bert::{Bert, Config},
+};
 
 /// sentence-transformers' `max_seq_length` for all-MiniLM-L6-v2: longer input is truncated.
 pub const MAX_TOKENS: usize = 256;
 
 struct Model {
-    bert: BertModel,
+    bert: Bert,
     tokenizer: Tokenizer,
 }
 
@@ -55,11 +57,10 @@ impl LocalEmbedder {
             std::fs::read_to_string(file("config.json")?).map_err(|e| load_error(dir, e))?;
         let config: Config = serde_json::from_str(&config_text)
             .map_err(|e| load_error(dir, format!("config.json: {e}")))?;
-        let dimension = serde_json::from_str::<serde_json::Value>(&config_text)
-            .ok()
-            .and_then(|v| v["hidden_size"].as_u64())
-            .ok_or_else(|| load_error(dir, "config.json has no hidden_size"))?
-            as usize;
+        if let Some(what) = config.unsupported() {
+            return Err(load_error(dir, format!("config.json: unsupported {what}")));
+        }
+        let dimension = config.hidden_size;
 
         let mut tokenizer =
             Tokenizer::from_file(file("tokenizer.json")?).map_err(|e| load_error(dir, e))?;
@@ -82,7 +83,7 @@ impl LocalEmbedder {
         let version = weights_version(&weights);
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| load_error(dir, e))?;
-        let bert = BertModel::load(vb, &config).map_err(|e| load_error(dir, e))?;
+        let bert = Bert::load(vb, &config).map_err(|e| load_error(dir, e))?;
         let name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -147,10 +148,7 @@ impl Model {
         let ids = Tensor::from_vec(ids, (rows, width), device).map_err(compute)?;
         let types = Tensor::from_vec(types, (rows, width), device).map_err(compute)?;
         let mask = Tensor::from_vec(mask, (rows, width), device).map_err(compute)?;
-        let hidden = self
-            .bert
-            .forward(&ids, &types, Some(&mask))
-            .map_err(compute)?;
+        let hidden = self.bert.forward(&ids, &types, &mask).map_err(compute)?;
         // Mean over the tokens the mask keeps.
         let mask = mask
             .to_dtype(DType::F32)
