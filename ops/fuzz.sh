@@ -12,7 +12,8 @@
 # Stable Rust: cargo-fuzz runs with `--sanitizer none` (coverage-guided
 # libFuzzer, debug assertions and overflow checks on; AddressSanitizer needs
 # nightly, and the code under test has no unsafe). The corpus a run grows is
-# kept in fuzz/target/corpus/<target> (not committed) and seeded from the
+# kept in fuzz/target/corpus/<target> (not committed; HINDSIGHT_FUZZ_CORPUS_DIR
+# puts it elsewhere, as .ci/run does outside the clone) and seeded from the
 # committed fuzz/corpus/<target>, so later runs start where earlier ones ended.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +46,7 @@ log "built in $((SECONDS - start)) s"
 root="$PWD/fuzz"
 failed=()
 for target in "${targets[@]}"; do
-  work="$root/target/corpus/$target"
+  work="${HINDSIGHT_FUZZ_CORPUS_DIR:-$root/target/corpus}/$target"
   artifacts="$root/artifacts/$target"
   logfile="$root/target/logs/$target.log"
   mkdir -p "$work" "$artifacts" "$(dirname "$logfile")"

@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./ops/setup.sh
-echo "[up] building hindsight (release; the first build takes a few minutes)" >&2
+echo "[up] building hindsight (release; the first build takes about 14 minutes on 2 cores)" >&2
 cargo build --release --locked -p hindsight
 exec ./target/release/hindsight up "$@"
