@@ -1,6 +1,6 @@
 //! Configuration: one struct, read from environment variables with documented
 //! defaults. [`SETTINGS`] is the single source for the defaults, the parser and
-//! the reference printed by `hindsight config` (and copied into the README), so
+//! the reference printed by `hindsight config` (and copied into docs/configuration.md), so
 //! the three cannot drift apart.
 
 use std::{fmt, net::SocketAddr, path::PathBuf, time::Duration};
@@ -1034,12 +1034,15 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_carries_the_configuration_reference() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-            .expect("README.md next to the workspace");
+    fn the_docs_carry_the_configuration_reference() {
+        let page = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/configuration.md"
+        ))
+        .expect("docs/configuration.md next to the workspace");
         assert!(
-            readme.contains(&reference_markdown()),
-            "README.md's configuration table differs from `hindsight config`; paste its output into the README"
+            page.contains(&reference_markdown()),
+            "docs/configuration.md's table differs from `hindsight config`; paste its output into the page"
         );
     }
 

@@ -3,7 +3,7 @@
 //! its "yesterday" and 昨天 must not be read on the UTC day; a turn whose
 //! `ts` gives no offset is read on the configured zone (here the tenant's
 //! own, overriding the deployment's); "this Friday" and "next Friday" are the
-//! Friday of this week and of next week (README, "Dates").
+//! Friday of this week and of next week (docs/pipeline.md, "Dates").
 
 use std::{collections::BTreeMap, time::Duration};
 
