@@ -21,9 +21,12 @@
 //! endpoint's deterministic vectors (`/v1/embeddings`), so thousands of facts
 //! embed in seconds.
 //!
-//! The suites restart machine-wide servers, so they run one at a time (a lock
-//! held by each); cargo runs test binaries one after another, so no other
-//! test binary runs meanwhile. Each prints a summary line on stderr.
+//! Two suites restart machine-wide servers (PostgreSQL, NATS): each runs alone,
+//! holding [`MACHINE`] for writing. The others hold it for reading, so they run
+//! side by side (each in a namespace, database and index of its own; their
+//! ingests are paced, so mostly they wait). Cargo runs test binaries one after
+//! another, so no other test binary runs meanwhile. Each prints a summary line
+//! on stderr.
 
 #[path = "../src/locomo.rs"]
 #[allow(dead_code)]
@@ -51,7 +54,8 @@ use hindsight_tests::{
 };
 use serde_json::{Value, json};
 
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// Held for writing by a suite that restarts a machine-wide server, for reading by the others.
+static MACHINE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 const TENANT: &str = "acme";
 
@@ -146,7 +150,7 @@ fn llm_facts(request: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_random_stage_processes_during_a_10000_turn_ingest() {
-    let _serial = SERIAL.lock().await;
+    let _machine = MACHINE.read().await;
     let wall = Instant::now();
     let fake = FakeLlm::start(|_, _| Reply::Status(500, None)).await;
     let d = Deployment::new("faults-kill", |_| {}).await;
@@ -198,7 +202,7 @@ async fn kill_9_of_random_stage_processes_during_a_10000_turn_ingest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restart_during_ingest() {
-    let _serial = SERIAL.lock().await;
+    let _machine = MACHINE.write().await;
     let wall = Instant::now();
     let fake = FakeLlm::start(|_, _| Reply::Status(500, None)).await;
     let d = Deployment::new("faults-pg", |_| {}).await;
@@ -233,7 +237,7 @@ async fn postgres_restart_during_ingest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vector_index_unavailable_during_ingest() {
-    let _serial = SERIAL.lock().await;
+    let _machine = MACHINE.read().await;
     let wall = Instant::now();
     let fake = FakeLlm::start(|_, _| Reply::Status(500, None)).await;
     let d = Deployment::new("faults-index", |_| {}).await;
@@ -295,7 +299,7 @@ async fn vector_index_unavailable_during_ingest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llm_endpoint_failing_for_a_minute_during_ingest() {
-    let _serial = SERIAL.lock().await;
+    let _machine = MACHINE.read().await;
     let wall = Instant::now();
     let failing = Arc::new(AtomicBool::new(false));
     let fake = FakeLlm::start({
@@ -367,7 +371,7 @@ async fn llm_endpoint_failing_for_a_minute_during_ingest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nats_restart_during_ingest() {
-    let _serial = SERIAL.lock().await;
+    let _machine = MACHINE.write().await;
     let wall = Instant::now();
     let fake = FakeLlm::start(|_, _| Reply::Status(500, None)).await;
     let d = Deployment::new("faults-nats", |_| {}).await;
