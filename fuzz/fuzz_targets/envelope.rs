@@ -1,4 +1,4 @@
-//! The envelope parser (`hindsight_shared::turn::parse_envelope`) on arbitrary bytes.
+//! The envelope parser (`hindsight_core::turn::parse_envelope`) on arbitrary bytes.
 //!
 //! Properties, beyond "never panics":
 //! - every rejection carries a non-empty reason (it lands in the DLQ, where a person reads it),
@@ -12,13 +12,10 @@
 #![no_main]
 
 use chrono::{DateTime, TimeZone, Utc};
-use hindsight_shared::{
-    ids::{is_valid_id, is_valid_tenant},
-    turn::{
+use hindsight_core::{ids::{is_valid_id, is_valid_tenant}, turn::{
         EnvelopeError, MAX_CONTENT_BYTES, MAX_ENVELOPE_BYTES, MAX_METADATA_DEPTH,
         MAX_SPEAKER_CHARS, Turn, parse_envelope,
-    },
-};
+    }};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -18,10 +18,7 @@ use hindsight_extract::{
     draft::{Draft, finish},
     llm::parse::{MAX_CONTENT_CHARS, MAX_FACTS, parse_reply},
 };
-use hindsight_shared::{
-    fact::{ExtractedBy, Fact, FactType},
-    turn::{KeptTurn, Role, Source, Trust, Turn},
-};
+use hindsight_core::{fact::{ExtractedBy, Fact, FactType}, turn::{KeptTurn, Role, Source, Trust, Turn}};
 use libfuzzer_sys::fuzz_target;
 
 fn control(c: char) -> bool {

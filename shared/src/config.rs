@@ -5,13 +5,13 @@
 
 use std::{fmt, net::SocketAddr, path::PathBuf, time::Duration};
 
-use crate::{
-    duration,
+use hindsight_core::settings::{EmbedConfig, IndexConfig};
+use hindsight_core::{
     namespace::Namespace,
-    recall::fusion::Method,
-    terms::Matching,
     zone::{self, Zones},
 };
+
+use crate::{duration, recall::fusion::Method, terms::Matching};
 
 /// One documented environment variable.
 #[derive(Debug, Clone, Copy)]
@@ -386,19 +386,6 @@ pub struct Config {
     pub log_format: LogFormat,
 }
 
-/// The embedder: the local model unless `base_url` is set.
-#[derive(Clone)]
-pub struct EmbedConfig {
-    pub model_dir: PathBuf,
-    pub base_url: Option<String>,
-    pub api_key: Option<String>,
-    pub model: String,
-    pub dimension: usize,
-    pub batch: usize,
-    pub window: usize,
-    pub linger: Duration,
-}
-
 /// Recall's fusion, score weights and limits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecallConfig {
@@ -432,13 +419,6 @@ pub struct JanitorConfig {
     pub consolidate_max_accesses: i32,
     pub merge_cosine: f32,
     pub safety_floor: f32,
-}
-
-/// The vector index: embedded unless `qdrant_url` is set.
-#[derive(Clone)]
-pub struct IndexConfig {
-    pub qdrant_url: Option<String>,
-    pub api_key: Option<String>,
 }
 
 /// The LLM endpoint used for extraction; `base_url = None` means the offline rules.

@@ -1,5 +1,5 @@
 //! Relative dates ("yesterday", "last week", "两天前", "下个月") resolved against
-//! the day of the turn on its sender's calendar ([`crate::zone`]) and written
+//! the day of the turn on its sender's calendar ([`hindsight_core::zone`]) and written
 //! into the text as absolute dates, so a fact still means the same thing when
 //! it is recalled a year later.
 //!

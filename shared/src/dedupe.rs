@@ -3,7 +3,9 @@
 
 use std::collections::HashSet;
 
-use crate::{embedding::cosine, store::memories::Candidate};
+use hindsight_core::embedding::cosine;
+
+use crate::store::memories::Candidate;
 use uuid::Uuid;
 
 /// The content lowercased, without punctuation and with single spaces:

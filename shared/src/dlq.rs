@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::Serialize;
 
-use crate::namespace::Namespace;
+use hindsight_core::namespace::Namespace;
 
 pub const HEADER_STAGE: &str = "Hindsight-Stage";
 pub const HEADER_REASON: &str = "Hindsight-Reason";

@@ -14,14 +14,16 @@ use futures::{FutureExt, StreamExt, future::join_all};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use hindsight_core::{
+    namespace::Namespace,
+    stage::{Delivery, Message, Outcome, Stage},
+};
+
 use crate::{
     bus::Bus,
     config::Config,
     dlq::{self, DeadLetter},
-    events,
-    namespace::Namespace,
-    retry,
-    stage::{Delivery, Message, Outcome, Stage},
+    events, retry,
     streams::Topology,
 };
 

@@ -7,7 +7,9 @@ use std::{path::PathBuf, str::FromStr};
 
 use sqlx::{ConnectOptions, Connection, postgres::PgConnectOptions};
 
-use crate::{Namespace, bus::Bus, config::Config, store::StoreError, streams::Topology};
+use hindsight_core::Namespace;
+
+use crate::{bus::Bus, config::Config, store::StoreError, streams::Topology};
 
 /// `url` with its database name replaced.
 pub fn with_database(url: &str, database: &str) -> String {

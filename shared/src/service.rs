@@ -7,13 +7,14 @@ use std::{future::Future, net::SocketAddr, pin::Pin, sync::Arc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use hindsight_core::stage::Stage;
+
 use crate::{
     bus::{Bus, BusError},
     config::Config,
     ops_http::{self, Readiness},
     runner::{self, RunnerError},
     shutdown,
-    stage::Stage,
     store::{Store, StoreError},
     streams::{self, StreamsError},
     telemetry,

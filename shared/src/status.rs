@@ -4,7 +4,9 @@
 use async_nats::jetstream;
 use serde::Serialize;
 
-use crate::{namespace::Namespace, streams::Topology};
+use hindsight_core::namespace::Namespace;
+
+use crate::streams::Topology;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ConsumerStatus {

@@ -6,7 +6,9 @@ use std::time::Duration;
 use async_nats::jetstream::{self, consumer, stream};
 use serde::{Deserialize, Deserializer};
 
-use crate::{config::Config, duration, namespace::Namespace};
+use hindsight_core::namespace::Namespace;
+
+use crate::{config::Config, duration};
 
 /// The stream files, in the order they are applied.
 pub const FILES: &[(&str, &str)] = &[

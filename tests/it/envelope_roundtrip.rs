@@ -3,7 +3,7 @@
 //! once broke it).
 
 use chrono::{TimeZone, Utc};
-use hindsight_shared::turn::{Turn, parse_envelope};
+use hindsight_core::turn::{Turn, parse_envelope};
 
 #[test]
 fn metadata_numbers_read_back_unchanged() {

@@ -8,9 +8,10 @@ use std::{
     time::{Duration, Instant},
 };
 
+use hindsight_core::fact::Fact;
 use hindsight_extract::ExtractStage;
 use hindsight_filter::FilterStage;
-use hindsight_shared::{Config, fact::Fact};
+use hindsight_shared::Config;
 use hindsight_tests::{
     Deployment, RunningStage, eventually,
     fake_llm::{FakeLlm, Reply},
@@ -414,7 +415,7 @@ async fn a_redelivered_turn_yields_the_very_same_facts() {
     let store = deployment.ctx.store.clone();
     let filter = FilterStage::new(store.clone());
     let turn = json!({"tenant": "acme", "user_id": "li", "session_id": "s1", "turn_id": "t9", "content": CONTENT});
-    let raw = hindsight_shared::Delivery {
+    let raw = hindsight_core::Delivery {
         input: bytes::Bytes::from(turn.to_string()),
         tenant: "acme".into(),
         stream_seq: 1,
@@ -422,13 +423,13 @@ async fn a_redelivered_turn_yields_the_very_same_facts() {
         replayed: false,
         published: chrono::Utc::now(),
     };
-    use hindsight_shared::{Outcome, Stage};
+    use hindsight_core::{Outcome, Stage};
     let Outcome::Emit(kept) = filter.handle(std::slice::from_ref(&raw)).await.remove(0) else {
         panic!("kept")
     };
     let extract: ExtractStage =
         hindsight_extract::from_config(deployment.config(), store).expect("stage");
-    let delivery = |delivered| hindsight_shared::Delivery {
+    let delivery = |delivered| hindsight_core::Delivery {
         input: kept[0].clone(),
         tenant: "acme".into(),
         stream_seq: 1,

@@ -3,8 +3,9 @@
 
 use bytes::Bytes;
 use chrono::DateTime;
+use hindsight_core::{Delivery, Outcome, Stage};
 use hindsight_filter::FilterStage;
-use hindsight_shared::{Config, Delivery, Outcome, Stage, sandbox::Sandbox, store::Store};
+use hindsight_shared::{Config, sandbox::Sandbox, store::Store};
 use serde_json::json;
 
 struct Archive {
@@ -179,7 +180,7 @@ async fn an_invalid_envelope_is_rejected_with_its_reason() {
 }
 
 /// The turn a kept turn is said to reply to.
-fn context_of(outcome: &Outcome<hindsight_shared::turn::KeptTurn>) -> Option<String> {
+fn context_of(outcome: &Outcome<hindsight_core::turn::KeptTurn>) -> Option<String> {
     match outcome {
         Outcome::Emit(kept) => kept[0].context.as_ref().map(|c| c.turn_id.clone()),
         other => panic!("kept: {other:?}"),

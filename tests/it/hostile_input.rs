@@ -20,7 +20,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use hindsight_shared::Topic;
+use hindsight_core::Topic;
 use hindsight_tests::{
     Deployment, eventually,
     stack::{Stack, drained},
@@ -226,7 +226,7 @@ async fn hostile_corpus() {
     assert!(cases.len() >= 50, "at least 50 cases");
 
     let d = Deployment::new("test", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     let js = d.ctx.bus.js.clone();
     let ns = d.config().namespace.clone();

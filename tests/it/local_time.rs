@@ -7,7 +7,7 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use hindsight_shared::zone::{self, Zones};
+use hindsight_core::zone::{self, Zones};
 use hindsight_tests::{Deployment, eventually};
 use serde_json::{Value, json};
 

@@ -4,18 +4,18 @@
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use async_nats::jetstream;
+use hindsight_core::{
+    Topic,
+    embedding::{EmbeddedFact, ModelId, cosine},
+    fact::{ExtractedBy, Fact, FactType},
+    turn::{Source, Trust},
+};
 use hindsight_embed::EmbedStage;
 use hindsight_embedder::{Embedder, local::LocalEmbedder};
 use hindsight_filter::FilterStage;
 use hindsight_index::{Collection, Scope, VectorIndex, outage::Outage};
 use hindsight_persist::{PersistStage, reconcile};
-use hindsight_shared::{
-    Topic,
-    embedding::{EmbeddedFact, ModelId, cosine},
-    fact::{ExtractedBy, Fact, FactType},
-    store::keyword::KeywordQuery,
-    turn::{Source, Trust},
-};
+use hindsight_shared::store::keyword::KeywordQuery;
 use hindsight_tests::{Deployment, RunningStage, eventually, model_dir};
 use serde_json::json;
 use uuid::Uuid;
@@ -93,7 +93,7 @@ async fn stop(stages: Vec<RunningStage>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_published_turn_becomes_a_memory_a_vector_search_finds_with_provenance() {
     let d = Deployment::new("test", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let (stages, embedder) = pipeline(&d, index.clone()).await;
     say(&d, "t1", "I live in Lisbon and I'm allergic to peanuts.").await;
     persisted(&d, "t1").await;
@@ -152,7 +152,7 @@ async fn a_published_turn_becomes_a_memory_a_vector_search_finds_with_provenance
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_model_merges_paraphrases_keeps_different_values_and_supersedes_changes() {
     let d = Deployment::new("test", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let (stages, _) = pipeline(&d, index.clone()).await;
     let turns = [
         ("b1", "I live in Beijing"),
@@ -380,7 +380,7 @@ fn planted(users: usize) -> Vec<EmbeddedFact> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_persist_replicas_never_write_near_duplicates_and_lose_no_fact() {
     let d = Deployment::new("test", |c| c.batch_size = 64).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let facts = planted(10);
     assert_eq!(facts.len(), 2000);
     publish_embedded(&d, &facts).await;
@@ -445,7 +445,7 @@ async fn an_index_outage_leaves_rows_pending_until_it_returns_and_reindex_restor
  {
     let d = Deployment::new("test", |_| {}).await;
     let switch = Arc::new(Outage::switchable(
-        hindsight_index::open(d.config()).expect("index"),
+        hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index"),
     ));
     let index: Arc<dyn VectorIndex> = switch.clone();
     let persist = d

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use hindsight_shared::Topic;
+use hindsight_core::Topic;
 use hindsight_tests::{
     Deployment, eventually,
     prometheus::{Scrape, scrape},
@@ -100,7 +100,7 @@ async fn dead_letters(d: &Deployment, tenant: &str) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_every_turn_by_stage_reason_and_outcome() {
     let d = Deployment::new("metrics", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     let tenant = format!("metrics-{}", &Uuid::new_v4().simple().to_string()[..8]);
     let t = tenant.as_str();

@@ -93,7 +93,7 @@ fn turn(id: &str, user: &str, content: &str) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ops_page_in_chromium_shows_what_the_system_holds() {
     let d = Deployment::new("ops", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
 
     let memorable = [

@@ -120,7 +120,7 @@ async fn poisoning_turns_never_reach_trusted_recall() {
     };
 
     let d = Deployment::new("test", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     for (i, t) in turns.iter().enumerate() {
         let mut turn = json!({

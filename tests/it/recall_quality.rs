@@ -7,15 +7,13 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use hindsight_core::turn::TurnContext;
 use hindsight_embedder::{EmbedError, Embedder, ModelId};
 use hindsight_index::{Collection, Payload, Point, VectorIndex};
 use hindsight_recall::{RecallRequest, Recaller};
-use hindsight_shared::{
-    store::{
-        keyword::KeywordQuery,
-        memories::{TERMS_VERSION, search_terms},
-    },
-    turn::TurnContext,
+use hindsight_shared::store::{
+    keyword::KeywordQuery,
+    memories::{TERMS_VERSION, search_terms},
 };
 use hindsight_tests::{
     Deployment,
@@ -72,7 +70,7 @@ async fn contexts_of(d: &Deployment, turn: &str) -> Vec<Option<TurnContext>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_keeps_the_turn_it_answers_and_is_found_by_it() {
     let d = Deployment::new("test", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     let key = d.ctx.store.create_tenant_key(TENANT).await.expect("key");
     let ts = "2023-07-17T10:00:00Z";
@@ -165,7 +163,7 @@ async fn a_reply_keeps_the_turn_it_answers_and_is_found_by_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_fact_context_facts_stand_alone() {
     let d = Deployment::new("test", |c| c.fact_context = false).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     let ts = "2023-07-17T10:00:00Z";
     say(
@@ -197,7 +195,7 @@ async fn without_fact_context_facts_stand_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_time_the_query_names_brings_up_what_happened_then() {
     let d = Deployment::new("test", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     let key = d.ctx.store.create_tenant_key(TENANT).await.expect("key");
     say(
@@ -289,7 +287,8 @@ fn unit(v: [f32; 4]) -> Vec<f32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_second_hop_ranks_what_is_near_the_best_memories_above_what_is_near_nothing() {
     let d = Deployment::new("test", |_| {}).await;
-    let index: Arc<dyn VectorIndex> = hindsight_index::open(d.config()).expect("index");
+    let index: Arc<dyn VectorIndex> =
+        hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let model = ModelId {
         name: "fixed".into(),
         version: "1".into(),

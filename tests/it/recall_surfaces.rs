@@ -100,7 +100,7 @@ impl Rng {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_surface_ever_returns_another_tenants_or_users_memory() {
     let d = Deployment::new("test", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     let http = Http::new(&stack);
 
@@ -291,7 +291,7 @@ async fn no_surface_ever_returns_another_tenants_or_users_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_memory_api_working_memory_and_conflicts() {
     let d = Deployment::new("test", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     let http = Http::new(&stack);
     let key = d.ctx.store.create_tenant_key("acme").await.expect("key");
@@ -593,7 +593,7 @@ async fn answer_id(http: &Http, key: &str, query: &str) -> Uuid {
 async fn with_the_index_down_recall_answers_from_keywords_and_says_so() {
     let d = Deployment::new("test", |_| {}).await;
     let switchable = Arc::new(Outage::switchable(
-        hindsight_index::open(d.config()).expect("index"),
+        hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index"),
     ));
     let stack = Stack::start(&d, switchable.clone()).await;
     for (id, content) in [
@@ -689,7 +689,7 @@ async fn with_the_index_down_recall_answers_from_keywords_and_says_so() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_over_http_acts_for_the_keys_tenant() {
     let d = Deployment::new("test", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     let key = d.ctx.store.create_tenant_key("acme").await.expect("key");
     let other = d.ctx.store.create_tenant_key("globex").await.expect("key");

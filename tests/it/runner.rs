@@ -11,7 +11,8 @@ use std::{
 };
 
 use async_trait::async_trait;
-use hindsight_shared::{Delivery, Outcome, Stage, Topic, dlq, stage::Message};
+use hindsight_core::{Delivery, Outcome, Stage, Topic, stage::Message};
+use hindsight_shared::dlq;
 use hindsight_tests::{Deployment, eventually};
 use serde::Serialize;
 

@@ -20,8 +20,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use hindsight_core::turn::parse_envelope;
 use hindsight_filter::rules::{self, screen::DEFAULT_THRESHOLD};
-use hindsight_shared::turn::parse_envelope;
 use hindsight_tests::{
     Deployment,
     mcp::McpSession,
@@ -125,7 +125,7 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
     let all: Vec<&Line> = attacks.iter().chain(&lookalikes).collect();
 
     let d = Deployment::new("test", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     for (i, line) in all.iter().enumerate() {
         d.publish_raw(TENANT, envelope(line, i).to_string().into_bytes())

@@ -6,8 +6,9 @@ use std::time::Duration;
 use async_nats::{HeaderMap, jetstream};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
+use hindsight_core::Namespace;
 use hindsight_recall::{WorkingMemory, expired_keys, working::BUCKET, working_expiry};
-use hindsight_shared::{Config, Namespace, bus::Bus, sandbox::Sandbox, streams};
+use hindsight_shared::{Config, bus::Bus, sandbox::Sandbox, streams};
 use serde_json::{Map, Value, json};
 
 struct Env {

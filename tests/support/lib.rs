@@ -6,8 +6,9 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use async_nats::jetstream::{self, stream::Stream};
+use hindsight_core::{Stage, Topic};
 use hindsight_shared::{
-    Config, Stage, Topic,
+    Config,
     dlq::{self, Selection},
     ops_http::Readiness,
     runner,
@@ -38,7 +39,7 @@ pub fn succeeded(out: &std::process::Output) -> String {
 
 /// An HTTP client for the gateway (built as every client in hindsight is, with its TLS provider).
 pub fn http() -> reqwest::Client {
-    hindsight_shared::http_client::client().expect("an HTTP client")
+    hindsight_core::http_client::client().expect("an HTTP client")
 }
 
 pub mod fake_llm;

@@ -10,10 +10,9 @@ pub mod screen;
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
+use hindsight_core::{Delivery, Outcome, Stage, Topic, embedding::EmbeddedFact, fact::Fact};
 use hindsight_embedder::Embedder;
-use hindsight_shared::{
-    Delivery, Outcome, Stage, Topic, config::Config, embedding::EmbeddedFact, events, fact::Fact,
-};
+use hindsight_shared::{config::Config, events};
 
 pub use hindsight_embedder::from_config as embedder;
 

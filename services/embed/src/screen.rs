@@ -12,7 +12,7 @@ use std::{
 use hindsight_embedder::{EmbedError, Embedder};
 use hindsight_filter::rules::screen::{Assessment, semantic};
 
-use hindsight_shared::{fact::Fact, turn::screen_score};
+use hindsight_core::{fact::Fact, turn::screen_score};
 pub use semantic::Examples;
 
 /// The examples' vectors, once per model in a process: tests start many

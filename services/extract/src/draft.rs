@@ -1,7 +1,7 @@
 //! A fact as an extractor proposes it, before it gets its identity.
 
 use chrono::{DateTime, Utc};
-use hindsight_shared::{
+use hindsight_core::{
     fact::{ExtractedBy, Fact, FactType, confidence_of, is_inferred},
     turn::KeptTurn,
 };
@@ -49,7 +49,7 @@ pub fn finish(kept: &KeptTurn, drafts: Vec<Draft>, extractor: &ExtractedBy) -> V
                 trust: kept.trust,
                 inferred: is_inferred(turn.source),
                 quarantine: kept.quarantine,
-                flags: hindsight_shared::turn::screen_flags(&kept.flags),
+                flags: hindsight_core::turn::screen_flags(&kept.flags),
                 extractor: extractor.clone(),
                 context: kept.context.clone(),
             }

@@ -1,13 +1,16 @@
 use async_trait::async_trait;
 use futures::future::join_all;
-use hindsight_shared::{
-    Delivery, Outcome, Stage, Topic, events,
+use hindsight_core::{
+    Delivery, Outcome, Stage, Topic,
     fact::{ExtractedBy, Fact},
+    turn::KeptTurn,
+};
+use hindsight_shared::{
+    events,
     store::{
         Store,
         turns::{Extraction, TurnKey},
     },
-    turn::KeptTurn,
 };
 
 use crate::{

@@ -3,14 +3,14 @@ use std::collections::{HashMap, HashSet};
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::Utc;
-use hindsight_shared::{
+use hindsight_core::{
     Delivery, Outcome, Stage, Topic,
-    store::{
-        Store, StoreError,
-        turns::{ArchivedFate, TurnKey, TurnRow},
-    },
     turn::{KeptTurn, Turn, TurnContext, parse_envelope},
     zone::Zones,
+};
+use hindsight_shared::store::{
+    Store, StoreError,
+    turns::{ArchivedFate, TurnKey, TurnRow},
 };
 
 use crate::rules::{self, Fate, Verdict};

@@ -6,20 +6,17 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use chrono::Utc;
+use hindsight_core::{Namespace, Topic, fact::FactType, turn, zone::Zones};
 use hindsight_filter::rules::{screen, working as writes};
 use hindsight_recall::{RecallError, RecallRequest, RecallResponse, Recaller, working};
 use hindsight_shared::{
-    Namespace, Topic,
     bus::Bus,
-    fact::FactType,
     recall::{brief, memory::RecalledMemory},
     store::{
         StoreError,
         admin::{MemoryPatch, Overview},
         recall::MemoryRow,
     },
-    turn,
-    zone::Zones,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -18,7 +18,10 @@ async fn main() -> anyhow::Result<()> {
     let ctx = Context::boot(config).await?;
     // A Qdrant server can be shared; the embedded index belongs to persist.
     let index = match &ctx.config.index.qdrant_url {
-        Some(_) => Some(hindsight_index::open(&ctx.config)?),
+        Some(_) => Some(hindsight_index::open(
+            &ctx.config.index,
+            &ctx.config.data_dir,
+        )?),
         None => None,
     };
     let task = hindsight_gateway::task(&ctx, index).await?;

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use futures::StreamExt;
+use hindsight_core::{Namespace, ids::is_valid_tenant};
 use hindsight_recall::{RecallRequest, RecallResponse};
-use hindsight_shared::{Namespace, ids::is_valid_tenant};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -88,7 +88,12 @@ pub async fn tasks_with_index(
             StageName::Persist => {
                 let index = match &index {
                     Some(i) => i.clone(),
-                    None => index.insert(hindsight_index::open(&ctx.config)?).clone(),
+                    None => index
+                        .insert(hindsight_index::open(
+                            &ctx.config.index,
+                            &ctx.config.data_dir,
+                        )?)
+                        .clone(),
                 };
                 let (store, ns) = (ctx.store.clone(), ctx.config.namespace.clone());
                 out.push(service::stage(Arc::new(PersistStage::new(
@@ -106,7 +111,14 @@ pub async fn tasks_with_index(
                     names.contains(&StageName::Persist) || ctx.config.index.qdrant_url.is_some();
                 let index = match (&index, shares_index) {
                     (Some(i), _) => Some(i.clone()),
-                    (None, true) => Some(index.insert(hindsight_index::open(&ctx.config)?).clone()),
+                    (None, true) => Some(
+                        index
+                            .insert(hindsight_index::open(
+                                &ctx.config.index,
+                                &ctx.config.data_dir,
+                            )?)
+                            .clone(),
+                    ),
                     (None, false) => None,
                 };
                 out.push(hindsight_gateway::task(ctx, index).await?);

@@ -13,14 +13,12 @@
 use std::{path::PathBuf, time::Instant};
 
 use chrono::{DateTime, Utc};
-use hindsight_shared::{
-    Namespace,
-    store::{
-        Store, StoreError,
-        maintenance::{
-            runs::{NewRun, RunRow},
-            steps::{self, Archive, Decay, Position, Survivor},
-        },
+use hindsight_core::Namespace;
+use hindsight_shared::store::{
+    Store, StoreError,
+    maintenance::{
+        runs::{NewRun, RunRow},
+        steps::{self, Archive, Decay, Position, Survivor},
     },
 };
 use serde::{Deserialize, Serialize};

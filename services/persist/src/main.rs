@@ -11,7 +11,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     service::main("persist", |ctx| {
-        let index = hindsight_index::open(&ctx.config)?;
+        let index = hindsight_index::open(&ctx.config.index, &ctx.config.data_dir)?;
         let stage = PersistStage::new(
             ctx.store.clone(),
             index.clone(),

@@ -4,14 +4,11 @@
 
 use std::{collections::HashMap, time::Duration};
 
+use hindsight_core::{Namespace, embedding::ModelId};
 use hindsight_index::{Collection, IndexError, Payload, Point, VectorIndex};
-use hindsight_shared::{
-    Namespace,
-    embedding::ModelId,
-    store::{
-        Store, StoreError,
-        memories::{INDEXED_STATUSES, Indexable},
-    },
+use hindsight_shared::store::{
+    Store, StoreError,
+    memories::{INDEXED_STATUSES, Indexable},
 };
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;

@@ -1,13 +1,13 @@
 use std::{collections::HashMap, sync::Arc};
 
 use async_trait::async_trait;
+use hindsight_core::{
+    Delivery, Namespace, Outcome, Stage, Topic, embedding::EmbeddedFact, fact::FactType,
+    stage::NoOutput,
+};
 use hindsight_index::{Collection, Scope, VectorIndex};
 use hindsight_shared::{
-    Delivery, Namespace, Outcome, Stage, Topic,
-    embedding::EmbeddedFact,
     events,
-    fact::FactType,
-    stage::NoOutput,
     store::{
         Store, StoreError,
         memories::{self, Candidate, NewMemory},

@@ -12,8 +12,8 @@ pub mod remote;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use hindsight_shared::config::EmbedConfig;
-pub use hindsight_shared::embedding::{ModelId, cosine};
+pub use hindsight_core::embedding::{ModelId, cosine};
+use hindsight_core::settings::EmbedConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {

@@ -27,8 +27,8 @@ impl RemoteEmbedder {
         if let Some(key) = api_key {
             config = config.with_api_key(key);
         }
-        let http = hindsight_shared::http_client::client()
-            .map_err(|e| EmbedError::Client(e.to_string()))?;
+        let http =
+            hindsight_core::http_client::client().map_err(|e| EmbedError::Client(e.to_string()))?;
         Ok(Self {
             client: Client::build(http, config),
             id: ModelId {

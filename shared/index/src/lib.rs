@@ -10,10 +10,10 @@ pub mod edge;
 pub mod outage;
 pub mod server;
 
-use std::sync::Arc;
+use std::{path::Path, sync::Arc};
 
 use async_trait::async_trait;
-use hindsight_shared::{Namespace, config::Config, embedding::ModelId};
+use hindsight_core::{Namespace, embedding::ModelId, settings::IndexConfig};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -97,16 +97,16 @@ impl Collection {
     }
 }
 
-/// The index the configuration names: a Qdrant server when `QDRANT_URL` is
-/// set, else the embedded index under `HINDSIGHT_DATA_DIR/index` (behind the
-/// tests' outage switch when `HINDSIGHT_FAULT_INDEX_DOWN_FILE` is set, see [`outage`]).
-pub fn open(config: &Config) -> Result<Arc<dyn VectorIndex>, IndexError> {
-    let index: Arc<dyn VectorIndex> = match &config.index.qdrant_url {
+/// The index the settings name: a Qdrant server when `QDRANT_URL` is set,
+/// else the embedded index under `data_dir/index` (`HINDSIGHT_DATA_DIR`), behind
+/// the tests' outage switch when `HINDSIGHT_FAULT_INDEX_DOWN_FILE` is set (see [`outage`]).
+pub fn open(settings: &IndexConfig, data_dir: &Path) -> Result<Arc<dyn VectorIndex>, IndexError> {
+    let index: Arc<dyn VectorIndex> = match &settings.qdrant_url {
         Some(url) => Arc::new(server::ServerIndex::connect(
             url,
-            config.index.api_key.as_deref(),
+            settings.api_key.as_deref(),
         )?),
-        None => Arc::new(edge::EdgeIndex::new(&config.data_dir.join("index"))),
+        None => Arc::new(edge::EdgeIndex::new(&data_dir.join("index"))),
     };
     Ok(match std::env::var_os(outage::ENV) {
         Some(file) if !file.is_empty() => {

@@ -8,12 +8,11 @@ use std::{
 };
 
 use chrono::Utc;
+use hindsight_core::{Namespace, embedding::cosine};
 use hindsight_embedder::Embedder;
 use hindsight_index::{Collection, Hit, Scope, VectorIndex};
 use hindsight_shared::{
-    Namespace,
     config::RecallConfig,
-    embedding::cosine,
     events,
     recall::{
         budget, conflicts, diversity, entities,

@@ -5,10 +5,8 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use hindsight_shared::{
-    fact::FactType,
-    recall::{fusion::Parts, memory::RecalledMemory},
-};
+use hindsight_core::fact::FactType;
+use hindsight_shared::recall::{fusion::Parts, memory::RecalledMemory};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 

@@ -6,7 +6,7 @@
 //! content, for counting expired keys ([`crate::working_expiry`]).
 
 use async_nats::jetstream::{self, kv};
-use hindsight_shared::Namespace;
+use hindsight_core::Namespace;
 use serde_json::{Map, Value};
 
 use crate::working_expiry::WriteLog;

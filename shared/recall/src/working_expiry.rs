@@ -39,7 +39,7 @@ use async_nats::{
 use bytes::Bytes;
 use chrono::{DateTime, SecondsFormat, Utc};
 use futures::StreamExt;
-use hindsight_shared::Namespace;
+use hindsight_core::Namespace;
 
 /// The stream of write records, relative to the namespace.
 pub const WRITES_STREAM: &str = "WORKING_WRITES";

@@ -5,7 +5,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::turn::TurnContext;
+use hindsight_core::turn::TurnContext;
 
 /// Longest context shown with a recalled memory, in characters (the end of
 /// the turn it replied to, where its question usually is).
@@ -73,7 +73,7 @@ impl RecalledMemory {
     /// alone (`learnt:`, `similar:`) is a near miss, not an order, and so is
     /// a cue the learnt model outweighed.
     pub fn reads_as_order(&self) -> bool {
-        let scored = crate::turn::screen_score(&self.flags) > 0.0;
+        let scored = hindsight_core::turn::screen_score(&self.flags) > 0.0;
         self.flags.iter().any(|f| {
             f.strip_prefix("poison:").is_some_and(|r| {
                 r == "llm" || (scored && !r.starts_with("learnt:") && !r.starts_with("similar:"))

@@ -29,7 +29,7 @@ pub fn vector(query: &[f32], seeds: &[&[f32]]) -> Option<Vec<f32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embedding::cosine;
+    use hindsight_core::embedding::cosine;
 
     #[test]
     fn the_vector_moves_towards_the_seeds_and_stays_unit_length() {

@@ -14,7 +14,9 @@ use super::{
     memories::{TERMS_VERSION, search_terms},
     recall::{MEMORY_ROW_COLUMNS, MemoryRow},
 };
-use crate::{dedupe, turn::TurnContext};
+use hindsight_core::turn::TurnContext;
+
+use crate::dedupe;
 
 /// A change to one memory; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]

@@ -8,7 +8,9 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
-use crate::{terms, turn::TurnContext};
+use hindsight_core::turn::TurnContext;
+
+use crate::terms;
 
 /// The `terms_version` that [`search_terms`] makes (see migration 0006).
 pub const TERMS_VERSION: i16 = 2;

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
-use crate::turn::TurnContext;
+use hindsight_core::turn::TurnContext;
 
 /// The structured filters of a recall; empty fields filter nothing.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::{Store, StoreError};
-use crate::turn::TurnContext;
+use hindsight_core::turn::TurnContext;
 
 /// Separates flags inside one array element on the way into `UNNEST`
 /// (Postgres arrays of arrays must be rectangular).

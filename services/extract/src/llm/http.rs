@@ -39,7 +39,7 @@ pub struct Transport {
 
 impl Transport {
     pub fn new(timeout: Duration) -> Result<Self, reqwest::Error> {
-        let client = hindsight_shared::http_client::builder()
+        let client = hindsight_core::http_client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
             .build()?;

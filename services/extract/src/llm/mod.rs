@@ -29,7 +29,8 @@ use async_openai::{
         ResponseFormatJsonSchema,
     },
 };
-use hindsight_shared::{config::LlmConfig, events, retry, turn::KeptTurn};
+use hindsight_core::turn::KeptTurn;
+use hindsight_shared::{config::LlmConfig, events, retry};
 
 use crate::draft::Draft;
 

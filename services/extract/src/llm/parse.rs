@@ -3,7 +3,7 @@
 //! field is validated and clamped; an item without usable content is skipped.
 
 use chrono::{DateTime, NaiveDate, Utc};
-use hindsight_shared::fact::FactType;
+use hindsight_core::fact::FactType;
 use serde_json::Value;
 
 use crate::draft::Draft;

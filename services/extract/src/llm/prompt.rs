@@ -1,6 +1,6 @@
 //! The extraction prompt and the JSON schema the reply must follow.
 
-use hindsight_shared::turn::KeptTurn;
+use hindsight_core::turn::KeptTurn;
 use serde_json::{Value, json};
 
 pub const SYSTEM: &str = "You extract long-term memories from one turn of a conversation.
@@ -82,7 +82,7 @@ pub fn schema() -> Value {
 
 #[cfg(test)]
 mod tests {
-    use hindsight_shared::turn::{Role, Source, Trust, Turn, TurnContext};
+    use hindsight_core::turn::{Role, Source, Trust, Turn, TurnContext};
 
     use super::*;
 

@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use hindsight_shared::fact::FactType;
+use hindsight_core::fact::FactType;
 use regex::Regex;
 
 fn re(pattern: &str) -> Regex {

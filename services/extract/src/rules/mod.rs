@@ -8,7 +8,8 @@ pub use hindsight_shared::dates;
 pub mod pronouns;
 pub mod sentences;
 
-use hindsight_shared::{chitchat, fact::FactType, turn::KeptTurn};
+use hindsight_core::{fact::FactType, turn::KeptTurn};
+use hindsight_shared::chitchat;
 
 use crate::draft::Draft;
 
@@ -350,7 +351,7 @@ fn chunk(clause: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hindsight_shared::turn::{Role, Source, Trust, Turn};
+    use hindsight_core::turn::{Role, Source, Trust, Turn};
 
     fn kept(speaker: &str, content: &str) -> KeptTurn {
         KeptTurn {

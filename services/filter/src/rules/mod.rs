@@ -6,10 +6,8 @@ pub mod screen;
 pub mod secrets;
 pub mod working;
 
-use hindsight_shared::{
-    chitchat,
-    turn::{Source, Turn},
-};
+use hindsight_core::turn::{Source, Turn};
+use hindsight_shared::chitchat;
 
 /// Whether the turn goes on to extraction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,7 +108,7 @@ pub fn judge(turn: &Turn, previous: Option<&str>, screen: screen::Settings) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hindsight_shared::turn::parse_envelope;
+    use hindsight_core::turn::parse_envelope;
 
     fn turn(content: &str) -> Turn {
         let v = serde_json::json!({"tenant": "t", "user_id": "u", "session_id": "s", "content": content});

@@ -3,7 +3,7 @@
 //! value the poisoning screen would quarantine refused, with its reasons. A
 //! session's scratchpad is recalled into the prompt like any memory.
 
-use hindsight_shared::turn::Source;
+use hindsight_core::turn::Source;
 use serde_json::{Map, Value};
 
 use super::{screen, secrets};

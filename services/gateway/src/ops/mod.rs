@@ -20,8 +20,9 @@ use axum::{
     routing::get,
 };
 use chrono::{DateTime, Utc};
+use hindsight_core::Namespace;
 use hindsight_shared::{
-    Namespace, dlq, events,
+    dlq, events,
     status::{self, StreamStatus},
     store::{Store, maintenance::runs::RunRow, observe::MemoryCount},
 };

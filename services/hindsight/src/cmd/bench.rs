@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, context::PublishAckFuture};
+use hindsight_core::Topic;
 use hindsight_shared::{
-    Topic,
     sandbox::Sandbox,
     service::{self, Context},
 };

@@ -102,7 +102,7 @@ pub async fn run(memories: usize, queries: usize) -> anyhow::Result<Report> {
 }
 
 async fn measure(ctx: &Context, memories: usize, queries: usize) -> anyhow::Result<Report> {
-    let index = hindsight_index::open(&ctx.config)?;
+    let index = hindsight_index::open(&ctx.config.index, &ctx.config.data_dir)?;
     let embedder = hindsight_embedder::from_config(&ctx.config.embed)?;
     let collection = Collection::for_model(&ctx.config.namespace, embedder.model());
     index.ensure(&collection).await?;
@@ -249,7 +249,7 @@ type Row = (Uuid, String, String, Vec<f32>, f32);
 /// Writes memories and their provenance in one statement each.
 async fn insert(
     ctx: &Context,
-    model: &hindsight_shared::embedding::ModelId,
+    model: &hindsight_core::embedding::ModelId,
     rows: &[Row],
 ) -> anyhow::Result<()> {
     let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();

@@ -6,9 +6,9 @@ use std::{
     path::PathBuf,
 };
 
+use hindsight_core::turn::{KeptTurn, parse_envelope};
 use hindsight_extract::rules;
 use hindsight_filter::rules::{Fate, judge};
-use hindsight_shared::turn::{KeptTurn, parse_envelope};
 use serde::Serialize;
 
 use crate::locomo;

@@ -316,7 +316,7 @@ impl Ingest {
         data: &locomo::Dataset,
         shutdown: &CancellationToken,
     ) -> anyhow::Result<(service::Running, Recaller, f64)> {
-        let index = hindsight_index::open(&ctx.config)?;
+        let index = hindsight_index::open(&ctx.config.index, &ctx.config.data_dir)?;
         let tasks = stages::tasks_with_index(stages::PIPELINE, ctx, Some(index.clone())).await?;
         let running = service::start(ctx, tasks, shutdown.clone()).await?;
         running.readiness.wait().await;

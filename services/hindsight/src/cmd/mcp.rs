@@ -3,8 +3,9 @@
 //! vector index); when none answers, this process answers from Postgres with
 //! keyword search and says so. Logs go to stderr; stdout is the protocol.
 
+use hindsight_core::ids::is_valid_tenant;
 use hindsight_gateway::{REMOTE_RECALL_TIMEOUT, api::Gateway};
-use hindsight_shared::{bus::Bus, ids::is_valid_tenant, store::Store};
+use hindsight_shared::{bus::Bus, store::Store};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -54,7 +54,7 @@ pub fn config() -> anyhow::Result<()> {
 pub async fn reindex() -> anyhow::Result<()> {
     let config = setup()?;
     let store = hindsight_shared::store::Store::connect(&config).await?;
-    let index = hindsight_index::open(&config)?;
+    let index = hindsight_index::open(&config.index, &config.data_dir)?;
     let started = std::time::Instant::now();
     let count =
         hindsight_persist::reconcile::reindex(&store, index.as_ref(), &config.namespace).await?;

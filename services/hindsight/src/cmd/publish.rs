@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use async_nats::jetstream::{self, context::PublishAckFuture};
-use hindsight_shared::{ids::is_valid_tenant, turn::MAX_ENVELOPE_BYTES};
+use hindsight_core::{ids::is_valid_tenant, turn::MAX_ENVELOPE_BYTES};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -143,7 +143,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         let subject = config
             .namespace
-            .subject(hindsight_shared::Topic::Turns, &tenant);
+            .subject(hindsight_core::Topic::Turns, &tenant);
         match bus.js.send_publish(subject, msg).await {
             Ok(ack) => in_flight.push(ack),
             Err(e) => {

@@ -16,6 +16,7 @@
 use std::{collections::BTreeMap, path::Path};
 
 use anyhow::Context;
+use hindsight_core::turn::parse_envelope;
 use hindsight_embedder::Embedder;
 use hindsight_filter::rules::{
     assess,
@@ -25,7 +26,6 @@ use hindsight_filter::rules::{
         semantic,
     },
 };
-use hindsight_shared::turn::parse_envelope;
 use serde::{Deserialize, Serialize};
 
 /// One corpus line (`attacks.jsonl`, `lookalikes.jsonl`).

@@ -1,6 +1,7 @@
 //! `hindsight tenant`: create tenants and their bearer keys for the gateway.
 
-use hindsight_shared::{ids::is_valid_tenant, store::Store};
+use hindsight_core::ids::is_valid_tenant;
+use hindsight_shared::store::Store;
 
 #[derive(clap::Subcommand)]
 pub enum Command {

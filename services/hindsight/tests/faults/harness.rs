@@ -13,7 +13,8 @@ use std::{
 };
 
 use async_nats::jetstream;
-use hindsight_tests::{Deployment, STAGE_CONSUMERS, hindsight_shared::Topic};
+use hindsight_core::Topic;
+use hindsight_tests::{Deployment, STAGE_CONSUMERS};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -846,11 +847,12 @@ pub async fn verify(d: &Deployment, turns: &Turns) -> (Counts, Vec<String>) {
     if pending > 0 {
         bad.push(format!("{pending} memories still pending indexing"));
     }
-    let index = hindsight_index::open(d.config()).expect("the index opens");
+    let index =
+        hindsight_index::open(&d.config().index, &d.config().data_dir).expect("the index opens");
     for (name, version, dimension) in d.ctx.store.embedding_models().await.expect("models") {
         let collection = hindsight_index::Collection::for_model(
             &d.config().namespace,
-            &hindsight_tests::hindsight_shared::embedding::ModelId {
+            &hindsight_core::embedding::ModelId {
                 name: name.clone(),
                 version: version.clone(),
                 dimension: dimension.max(0) as usize,

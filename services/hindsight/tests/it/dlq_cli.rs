@@ -96,7 +96,7 @@ async fn a_dead_letter_is_listed_shown_and_replayed_once_its_cause_is_fixed() {
         c.max_deliver = Some(2);
     })
     .await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     let short = &Uuid::new_v4().simple().to_string()[..8];
     let (tenant, other) = (format!("dlq-{short}"), format!("other-{short}"));
@@ -133,11 +133,7 @@ async fn a_dead_letter_is_listed_shown_and_replayed_once_its_cause_is_fixed() {
     );
     assert_eq!(
         letter["original_subject"],
-        json!(
-            d.config()
-                .namespace
-                .subject(hindsight_shared::Topic::Kept, t)
-        )
+        json!(d.config().namespace.subject(hindsight_core::Topic::Kept, t))
     );
     let seq = letter["seq"].as_u64().expect("seq");
     for filters in [
@@ -273,9 +269,7 @@ async fn a_dead_letter_is_listed_shown_and_replayed_once_its_cause_is_fixed() {
         .bus
         .js
         .send_publish(
-            d.config()
-                .namespace
-                .subject(hindsight_shared::Topic::Kept, t),
+            d.config().namespace.subject(hindsight_core::Topic::Kept, t),
             jetstream::message::PublishMessage::build()
                 .payload(
                     shown["payload"]

@@ -100,7 +100,7 @@ impl Client {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_client_can_use_every_tool_over_stdio() {
     let d = Deployment::new("test", |_| {}).await;
-    let index = hindsight_index::open(d.config()).expect("index");
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     let mut c = Client::spawn(&d, "acme", "li");
 

@@ -18,7 +18,7 @@ use std::{
     sync::OnceLock,
 };
 
-use hindsight_shared::turn::Source;
+use hindsight_core::turn::Source;
 
 /// How much the model can add to (or take off) the screen's score.
 pub const WEIGHT: f64 = 0.8;

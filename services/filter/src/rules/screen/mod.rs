@@ -18,7 +18,7 @@ pub mod learnt;
 pub mod normalise;
 pub mod semantic;
 
-use hindsight_shared::turn::Source;
+use hindsight_core::turn::Source;
 
 pub use cues::Cue;
 

@@ -10,7 +10,7 @@
 //! all-MiniLM-L6-v2 reads English (other scripts come out as near-identical
 //! vectors), so nearness counts only for text mostly in Latin letters.
 
-use hindsight_shared::turn::Source;
+use hindsight_core::turn::Source;
 use serde::Deserialize;
 
 use super::Assessment;

@@ -1,0 +1,22 @@
+//! The vocabulary every hindsight crate speaks, with no I/O.
+//!
+//! A [`turn`] is what an agent publishes; the filter keeps it or not; the
+//! extractor makes [`fact`]s of it; the embedder gives each an [`embedding`].
+//! [`namespace`] names the streams they travel on, [`stage`] is the contract
+//! every pipeline step implements, [`ids`] and [`zone`] are the rules for
+//! identifiers and calendars. [`settings`] are the plain settings of the
+//! adapter crates (embedder, index), so that those link this crate alone, and
+//! [`http_client`] is the one way to build an outbound HTTP client.
+
+pub mod embedding;
+pub mod fact;
+pub mod http_client;
+pub mod ids;
+pub mod namespace;
+pub mod settings;
+pub mod stage;
+pub mod turn;
+pub mod zone;
+
+pub use namespace::{Namespace, Topic};
+pub use stage::{Delivery, Outcome, Stage};

@@ -1,0 +1,26 @@
+//! The settings of the adapter crates, as plain data. The runtime's `Config`
+//! reads them from the environment (with its defaults and its reference);
+//! they are defined here so that the embedder and the index link this crate
+//! and nothing of the runtime.
+
+use std::{path::PathBuf, time::Duration};
+
+/// The embedder: the local model unless `base_url` is set.
+#[derive(Clone)]
+pub struct EmbedConfig {
+    pub model_dir: PathBuf,
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    pub model: String,
+    pub dimension: usize,
+    pub batch: usize,
+    pub window: usize,
+    pub linger: Duration,
+}
+
+/// The vector index: embedded (under the data directory) unless `qdrant_url` is set.
+#[derive(Clone)]
+pub struct IndexConfig {
+    pub qdrant_url: Option<String>,
+    pub api_key: Option<String>,
+}
