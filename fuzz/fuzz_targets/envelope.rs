@@ -12,10 +12,13 @@
 #![no_main]
 
 use chrono::{DateTime, TimeZone, Utc};
-use hindsight_core::{ids::{is_valid_id, is_valid_tenant}, turn::{
+use hindsight_core::{
+    ids::{is_valid_id, is_valid_tenant},
+    turn::{
         EnvelopeError, MAX_CONTENT_BYTES, MAX_ENVELOPE_BYTES, MAX_METADATA_DEPTH,
         MAX_SPEAKER_CHARS, Turn, parse_envelope,
-    }};
+    },
+};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -14,11 +14,15 @@
 #![no_main]
 
 use chrono::{TimeZone, Utc};
+use hindsight_core::{
+    fact::{ExtractedBy, Fact, FactType},
+    memory::VariantArray,
+    turn::{KeptTurn, Role, Source, Trust, Turn},
+};
 use hindsight_extract::{
     draft::{Draft, finish},
     llm::parse::{MAX_CONTENT_CHARS, MAX_FACTS, parse_reply},
 };
-use hindsight_core::{fact::{ExtractedBy, Fact, FactType}, turn::{KeptTurn, Role, Source, Trust, Turn}};
 use libfuzzer_sys::fuzz_target;
 
 fn control(c: char) -> bool {
@@ -45,7 +49,7 @@ fn check(d: &Draft) {
         "control character in {:?}",
         d.content
     );
-    assert!(FactType::ALL.contains(&d.fact_type));
+    assert!(FactType::VARIANTS.contains(&d.fact_type));
     assert_eq!(FactType::parse(d.fact_type.as_str()), Some(d.fact_type));
     assert!(score(d.importance), "importance {}", d.importance);
     if let Some(c) = d.confidence {

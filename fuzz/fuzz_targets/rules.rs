@@ -18,11 +18,14 @@
 #![no_main]
 
 use chrono::{DateTime, TimeZone, Utc};
+use hindsight_core::{
+    fact::{ExtractedBy, Fact},
+    turn::{KeptTurn, parse_envelope},
+};
 use hindsight_extract::{
     draft::finish,
     rules::{MAX_FACT_CHARS, extract, written_name},
 };
-use hindsight_core::{fact::{ExtractedBy, Fact}, turn::{KeptTurn, parse_envelope}};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 

@@ -2,6 +2,7 @@
 //! `CANDIDATE_BUDGET` memories, and those holding every query term are among
 //! them.
 
+use hindsight_core::memory::Status;
 use hindsight_shared::store::keyword::{CANDIDATE_BUDGET, KeywordQuery};
 use hindsight_tests::Deployment;
 
@@ -32,7 +33,7 @@ async fn with_only_common_terms_the_memories_holding_all_of_them_still_come_firs
     .await
     .expect("memories written");
 
-    let statuses = ["active".to_string()];
+    let statuses = [Status::Active];
     let hits = d
         .ctx
         .store

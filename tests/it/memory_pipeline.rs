@@ -8,6 +8,7 @@ use hindsight_core::{
     Topic,
     embedding::{EmbeddedFact, ModelId, cosine},
     fact::{ExtractedBy, Fact, FactType},
+    memory::Status,
     turn::{Source, Trust},
 };
 use hindsight_embed::EmbedStage;
@@ -106,7 +107,7 @@ async fn a_published_turn_becomes_a_memory_a_vector_search_finds_with_provenance
     let scope = Scope {
         tenant: TENANT.into(),
         user_id: "li".into(),
-        statuses: vec!["active".into()],
+        statuses: vec![Status::Active],
         ..Default::default()
     };
     let hits = index
@@ -204,10 +205,10 @@ async fn the_real_model_merges_paraphrases_keeps_different_values_and_supersedes
         z_terms.iter().any(|t| t == "北京"),
         "a Chinese memory is findable by its words: {z_terms:?}"
     );
-    let active = ["active".to_string()];
+    let active = [Status::Active];
     let keyword = |user_id: &'static str, text: &'static str| {
         let store = d.ctx.store.clone();
-        let statuses = active.clone();
+        let statuses = active;
         async move {
             store
                 .keyword_search(&KeywordQuery {
@@ -513,7 +514,7 @@ async fn an_index_outage_leaves_rows_pending_until_it_returns_and_reindex_restor
     let scope = Scope {
         tenant: TENANT.into(),
         user_id: "li".into(),
-        statuses: vec!["active".into()],
+        statuses: vec![Status::Active],
         ..Default::default()
     };
     let mut before = Vec::new();

@@ -7,7 +7,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use hindsight_core::turn::TurnContext;
+use hindsight_core::{
+    fact::FactType,
+    memory::{Kind, Status},
+    turn::TurnContext,
+};
 use hindsight_embedder::{EmbedError, Embedder, ModelId};
 use hindsight_index::{Collection, Payload, Point, VectorIndex};
 use hindsight_recall::{RecallRequest, Recaller};
@@ -338,9 +342,9 @@ async fn the_second_hop_ranks_what_is_near_the_best_memories_above_what_is_near_
                         tenant: TENANT.into(),
                         user_id: "ana".into(),
                         session_id: None,
-                        kind: "semantic".into(),
-                        fact_type: "fact".into(),
-                        status: "active".into(),
+                        kind: Kind::Semantic,
+                        fact_type: FactType::Fact,
+                        status: Status::Active,
                         created_at: 0,
                         occurred_at: None,
                     },
@@ -427,10 +431,9 @@ async fn search_terms_of_an_older_version_are_rewritten_and_then_found_by_their_
     .execute(&d.ctx.store.pool)
     .await
     .expect("an old memory");
-    let statuses = ["active".to_string()];
+    let statuses = [Status::Active];
     let search = |text: &'static str| {
         let store = d.ctx.store.clone();
-        let statuses = statuses.clone();
         async move {
             store
                 .keyword_search(&KeywordQuery {

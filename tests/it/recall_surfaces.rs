@@ -2,6 +2,7 @@
 //! system: tenant and user isolation, keys, the memory API, working memory,
 //! conflicts, the Chinese keyword channel and degraded mode.
 
+use hindsight_core::memory::Status;
 use std::{sync::Arc, time::Duration};
 
 use hindsight_gateway::{api::ApiError, nats};
@@ -344,7 +345,7 @@ async fn the_memory_api_working_memory_and_conflicts() {
         .iter()
         .find(|m| m.content.contains("blue"))
         .expect("blue");
-    assert_eq!(red.status, "superseded");
+    assert_eq!(red.status, Status::Superseded);
     assert_eq!(red.conflicts_with, vec![blue.id]);
     assert_eq!(blue.conflicts_with, vec![red.id]);
     let explain = answer.explain.expect("explain");
@@ -363,7 +364,7 @@ async fn the_memory_api_working_memory_and_conflicts() {
         .recall(&key, json!({"user_id": "li", "query": "favourite colour"}))
         .await;
     let answer: RecallResponse = serde_json::from_value(body).expect("answer");
-    assert!(answer.memories.iter().all(|m| m.status == "active"));
+    assert!(answer.memories.iter().all(|m| m.status == Status::Active));
 
     // GET, PATCH, soft DELETE.
     let peanuts = answer_id(&http, &key, "peanuts").await;

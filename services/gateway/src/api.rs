@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use chrono::Utc;
-use hindsight_core::{Namespace, Topic, fact::FactType, turn, zone::Zones};
+use hindsight_core::{Namespace, Topic, fact::FactType, memory::Status, turn, zone::Zones};
 use hindsight_filter::rules::{screen, working as writes};
 use hindsight_recall::{RecallError, RecallRequest, RecallResponse, Recaller, working};
 use hindsight_shared::{
@@ -255,21 +255,22 @@ impl Gateway {
         if req.confidence.is_some_and(|v| !(0.0..=1.0).contains(&v)) {
             return bad("confidence must be between 0 and 1");
         }
-        if let Some(t) = &req.fact_type
-            && !FactType::ALL.iter().any(|f| f.as_str() == t)
-        {
-            return bad(
-                "unknown fact_type: expected preference, constraint, event, plan, entity, relation or fact",
-            );
+        if let Some(Err(e)) = req.fact_type.as_deref().map(FactType::try_from) {
+            return bad(&format!("fact_type: {e}"));
         }
-        if let Some(s) = &req.status
-            && s != "active"
-            && s != "archived"
-        {
-            return bad(
-                "status can only be set to `active` (restore) or `archived`; use DELETE to delete",
-            );
-        }
+        let status = match req.status.as_deref().map(Status::try_from) {
+            None => None,
+            Some(Ok(s @ (Status::Active | Status::Archived))) => Some(s),
+            Some(_) => {
+                return bad(
+                    "status can only be set to `active` (restore) or `archived`; use DELETE to delete",
+                );
+            }
+        };
+        let fact_type = req
+            .fact_type
+            .as_deref()
+            .and_then(|t| FactType::try_from(t).ok());
         let content = match &req.content {
             None => None,
             Some(c) if c.trim().is_empty() => return bad("content cannot be empty"),
@@ -285,8 +286,8 @@ impl Gateway {
             content,
             importance: req.importance,
             confidence: req.confidence,
-            fact_type: req.fact_type.clone(),
-            status: req.status.clone(),
+            fact_type,
+            status,
         };
         self.recaller
             .store()

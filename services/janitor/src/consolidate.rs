@@ -8,6 +8,10 @@
 
 use std::collections::BTreeMap;
 
+use hindsight_core::{
+    fact::FactType,
+    memory::{Kind, Status},
+};
 use hindsight_shared::{
     dedupe,
     store::{maintenance::steps::VectorRow, memories::NewMemory},
@@ -41,7 +45,7 @@ pub fn topic(row: &VectorRow) -> String {
         .first()
         .map(|e| e.trim().to_string())
         .filter(|e| !e.is_empty())
-        .unwrap_or_else(|| row.fact_type.clone())
+        .unwrap_or_else(|| row.fact_type.to_string())
 }
 
 /// The summaries of one user's eligible episodes (one embedding model).
@@ -116,9 +120,9 @@ fn summary(topic: &str, episodes: &[&VectorRow]) -> Summary {
         episodes.iter().all(|r| f(r) == v).then_some(v).flatten()
     };
     let fact_type = if episodes.iter().all(|r| r.fact_type == first.fact_type) {
-        first.fact_type.clone()
+        first.fact_type
     } else {
-        "fact".to_string()
+        FactType::Fact
     };
     let trust_rank = |t: &str| match t {
         "low" => 0,
@@ -138,7 +142,7 @@ fn summary(topic: &str, episodes: &[&VectorRow]) -> Summary {
         user_id: first.user_id.clone(),
         agent_id: same(|r| r.agent_id.clone()),
         session_id: same(|r| r.session_id.clone()),
-        kind: "semantic".into(),
+        kind: Kind::Semantic,
         fact_type,
         content_key: dedupe::content_key(&content),
         content,
@@ -146,7 +150,7 @@ fn summary(topic: &str, episodes: &[&VectorRow]) -> Summary {
         importance: episodes.iter().map(|r| r.importance).fold(0.0, f32::max),
         confidence: episodes.iter().map(|r| r.confidence).fold(1.0, f32::min),
         source_trust,
-        status: "active".into(),
+        status: Status::Active,
         occurred_at: episodes.iter().filter_map(|r| r.occurred_at).min(),
         valid_from: episodes.iter().filter_map(|r| r.valid_from).min(),
         expires_at: None,
@@ -214,7 +218,7 @@ mod tests {
             user_id: "u".into(),
             agent_id: None,
             session_id: Some(format!("s{day}")),
-            fact_type: "event".into(),
+            fact_type: FactType::Event,
             content: content.into(),
             entities: entity.map(|e| vec![e.to_string()]).unwrap_or_default(),
             importance: 0.3 + day as f32 / 100.0,
@@ -247,7 +251,7 @@ mod tests {
             "Oslo — 2 earlier episodes, 2025-03-01 to 2025-03-02: Li flew to Oslo; Li met Erik in Oslo."
         );
         assert_eq!(s.originals, vec![rows[0].id, rows[1].id]);
-        assert_eq!(s.memory.kind, "semantic");
+        assert_eq!(s.memory.kind, Kind::Semantic);
         assert_eq!(s.memory.source_trust, "low", "the weakest source wins");
         assert!((s.memory.importance - 0.32).abs() < 1e-6);
         assert_eq!(s.memory.session_id, None, "two sessions");

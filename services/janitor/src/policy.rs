@@ -4,6 +4,10 @@
 //! same rules.
 
 use chrono::{DateTime, Duration, Utc};
+use hindsight_core::{
+    fact::FactType,
+    memory::{Kind, Status},
+};
 
 /// The thresholds of a run (ARCHITECTURE.md, "Defaults").
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,9 +53,9 @@ impl Default for Policy {
 /// What the policy needs to know of a memory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryState<'a> {
-    pub fact_type: &'a str,
-    pub kind: &'a str,
-    pub status: &'a str,
+    pub fact_type: FactType,
+    pub kind: Kind,
+    pub status: Status,
     pub content: &'a str,
     pub importance: f32,
     pub access_count: i32,
@@ -107,7 +111,7 @@ const SAFETY_WORDS: &[&str] = &[
 /// safety constraints keep [`Policy::safety_floor`].
 pub fn floor(policy: &Policy, m: &MemoryState<'_>) -> Option<f32> {
     let lower = m.content.to_lowercase();
-    (m.fact_type == "constraint" && SAFETY_WORDS.iter().any(|w| lower.contains(w)))
+    (m.fact_type == FactType::Constraint && SAFETY_WORDS.iter().any(|w| lower.contains(w)))
         .then_some(policy.safety_floor)
 }
 
@@ -137,7 +141,7 @@ pub fn decayed_importance(policy: &Policy, m: &MemoryState<'_>, now: DateTime<Ut
 /// Whether an active memory is archived at `now` (with its importance after
 /// decay): it has expired, or it is unimportant and idle.
 pub fn archives(policy: &Policy, m: &MemoryState<'_>, importance: f32, now: DateTime<Utc>) -> bool {
-    m.status == "active"
+    m.status == Status::Active
         && (m.expires_at.is_some_and(|end| end <= now)
             || (floor(policy, m).is_none()
                 && importance < policy.archive_below
@@ -146,8 +150,8 @@ pub fn archives(policy: &Policy, m: &MemoryState<'_>, importance: f32, now: Date
 
 /// Whether an active episodic memory is folded into a semantic summary at `now`.
 pub fn consolidates(policy: &Policy, m: &MemoryState<'_>, now: DateTime<Utc>) -> bool {
-    m.status == "active"
-        && m.kind == "episodic"
+    m.status == Status::Active
+        && m.kind == Kind::Episodic
         && floor(policy, m).is_none()
         && now - m.created_at >= policy.consolidate_age
         && m.access_count < policy.consolidate_max_accesses
@@ -155,7 +159,7 @@ pub fn consolidates(policy: &Policy, m: &MemoryState<'_>, now: DateTime<Utc>) ->
 
 /// Whether an archived (or soft-deleted) memory is exported and deleted at `now`.
 pub fn purges(policy: &Policy, m: &MemoryState<'_>, now: DateTime<Utc>) -> bool {
-    matches!(m.status, "archived" | "deleted")
+    matches!(m.status, Status::Archived | Status::Deleted)
         && m.archived_at.is_some_and(|at| now - at >= policy.retention)
 }
 
@@ -173,14 +177,14 @@ mod tests {
 
     fn memory<'a>(
         content: &'a str,
-        fact_type: &'a str,
+        fact_type: FactType,
         importance: f32,
         idle_days: i64,
     ) -> MemoryState<'a> {
         MemoryState {
             fact_type,
-            kind: "semantic",
-            status: "active",
+            kind: Kind::Semantic,
+            status: Status::Active,
             content,
             importance,
             access_count: 0,
@@ -197,7 +201,7 @@ mod tests {
         let p = Policy::default();
         let plan = MemoryState {
             expires_at: Some(now() - Duration::hours(1)),
-            ..memory("Li is in Tokyo until Friday", "plan", 0.9, 0)
+            ..memory("Li is in Tokyo until Friday", FactType::Plan, 0.9, 0)
         };
         assert!(archives(&p, &plan, 0.9, now()));
         let later = MemoryState {
@@ -210,7 +214,7 @@ mod tests {
     #[test]
     fn thirty_idle_days_halve_importance_and_runs_compose() {
         let p = Policy::default();
-        let m = memory("Li likes jazz", "preference", 0.8, 30);
+        let m = memory("Li likes jazz", FactType::Preference, 0.8, 30);
         assert!((decayed_importance(&p, &m, now()) - 0.4).abs() < 1e-4);
         // A run two weeks ago decayed it to its value then; today's run decays the rest.
         let earlier = now() - Duration::days(14);
@@ -221,48 +225,53 @@ mod tests {
         };
         assert!((decayed_importance(&p, &mid, now()) - 0.4).abs() < 1e-4);
         // Nothing decays within a week of its last touch.
-        let fresh = memory("x", "fact", 0.5, 6);
+        let fresh = memory("x", FactType::Fact, 0.5, 6);
         assert_eq!(decayed_importance(&p, &fresh, now()), 0.5);
-        assert!(decayed_importance(&p, &memory("x", "fact", 0.5, 7), now()) < 0.5);
+        assert!(decayed_importance(&p, &memory("x", FactType::Fact, 0.5, 7), now()) < 0.5);
     }
 
     #[test]
     fn health_and_safety_constraints_keep_their_floor() {
         let p = Policy::default();
-        let allergy = memory("Li is allergic to peanuts", "constraint", 0.9, 400);
+        let allergy = memory("Li is allergic to peanuts", FactType::Constraint, 0.9, 400);
         assert_eq!(decayed_importance(&p, &allergy, now()), 0.8);
         assert!(!archives(&p, &allergy, 0.1, now()));
-        let chinese = memory("李对花生过敏", "constraint", 0.9, 400);
+        let chinese = memory("李对花生过敏", FactType::Constraint, 0.9, 400);
         assert_eq!(decayed_importance(&p, &chinese, now()), 0.8);
-        let below = memory("Li takes insulin", "constraint", 0.5, 400);
+        let below = memory("Li takes insulin", FactType::Constraint, 0.5, 400);
         assert_eq!(
             decayed_importance(&p, &below, now()),
             0.5,
             "a floor never raises"
         );
-        let other = memory("Li avoids meetings before 10", "constraint", 0.9, 400);
+        let other = memory(
+            "Li avoids meetings before 10",
+            FactType::Constraint,
+            0.9,
+            400,
+        );
         assert!(decayed_importance(&p, &other, now()) < 0.1);
     }
 
     #[test]
     fn archive_consolidate_and_purge_take_exactly_the_eligible() {
         let p = Policy::default();
-        let stale = memory("old trivia", "fact", 0.3, 100);
+        let stale = memory("old trivia", FactType::Fact, 0.3, 100);
         assert!(archives(&p, &stale, 0.19, now()));
         assert!(!archives(&p, &stale, 0.2, now()), "importance 0.2 stays");
         assert!(
-            !archives(&p, &memory("recent", "fact", 0.1, 89), 0.1, now()),
+            !archives(&p, &memory("recent", FactType::Fact, 0.1, 89), 0.1, now()),
             "89 idle days stay"
         );
 
-        let mut episode = memory("Li went to Oslo", "event", 0.5, 181);
-        episode.kind = "episodic";
+        let mut episode = memory("Li went to Oslo", FactType::Event, 0.5, 181);
+        episode.kind = Kind::Episodic;
         assert!(consolidates(&p, &episode, now()));
         episode.access_count = 3;
         assert!(!consolidates(&p, &episode, now()));
 
-        let mut archived = memory("gone", "fact", 0.1, 200);
-        archived.status = "archived";
+        let mut archived = memory("gone", FactType::Fact, 0.1, 200);
+        archived.status = Status::Archived;
         archived.archived_at = Some(now() - Duration::days(30));
         assert!(purges(&p, &archived, now()));
         archived.archived_at = Some(now() - Duration::days(29));

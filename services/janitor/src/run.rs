@@ -13,7 +13,10 @@
 use std::{path::PathBuf, time::Instant};
 
 use chrono::{DateTime, Utc};
-use hindsight_core::Namespace;
+use hindsight_core::{
+    Namespace,
+    memory::{Kind, Status},
+};
 use hindsight_shared::store::{
     Store, StoreError,
     maintenance::{
@@ -401,9 +404,9 @@ struct Exec<'a> {
 
 fn state(r: &steps::StateRow) -> MemoryState<'_> {
     MemoryState {
-        fact_type: &r.fact_type,
-        kind: &r.kind,
-        status: &r.status,
+        fact_type: r.fact_type,
+        kind: r.kind,
+        status: r.status,
         content: &r.content,
         importance: r.importance,
         access_count: r.access_count,
@@ -581,7 +584,7 @@ impl Exec<'_> {
                     id: m.id,
                     tenant: m.tenant.clone(),
                     into: Some(survivor.id),
-                    before_status: "active".into(),
+                    before_status: Status::Active,
                     before_archived_at: None,
                     before_updated_at: m.updated_at,
                 }));
@@ -647,7 +650,7 @@ impl Exec<'_> {
                         id: r.id,
                         tenant: r.tenant.clone(),
                         into: None,
-                        before_status: r.status.clone(),
+                        before_status: r.status,
                         before_archived_at: r.archived_at,
                         before_updated_at: r.updated_at,
                     })
@@ -704,9 +707,9 @@ impl Exec<'_> {
                 .into_iter()
                 .filter(|r| {
                     let m = MemoryState {
-                        fact_type: &r.fact_type,
-                        kind: "episodic",
-                        status: "active",
+                        fact_type: r.fact_type,
+                        kind: Kind::Episodic,
+                        status: Status::Active,
                         content: &r.content,
                         importance: r.importance,
                         access_count: r.access_count,
@@ -737,7 +740,7 @@ impl Exec<'_> {
                                 id: r.id,
                                 tenant: r.tenant.clone(),
                                 into: Some(s.memory.id),
-                                before_status: "active".into(),
+                                before_status: Status::Active,
                                 before_archived_at: None,
                                 before_updated_at: r.updated_at,
                             })

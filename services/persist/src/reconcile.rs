@@ -4,12 +4,9 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use hindsight_core::{Namespace, embedding::ModelId};
+use hindsight_core::{Namespace, embedding::ModelId, memory::Status};
 use hindsight_index::{Collection, IndexError, Payload, Point, VectorIndex};
-use hindsight_shared::store::{
-    Store, StoreError,
-    memories::{INDEXED_STATUSES, Indexable},
-};
+use hindsight_shared::store::{Store, StoreError, memories::Indexable};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -40,9 +37,9 @@ fn point(m: &Indexable) -> Point {
             tenant: m.tenant.clone(),
             user_id: m.user_id.clone(),
             session_id: m.session_id.clone(),
-            kind: m.kind.clone(),
-            fact_type: m.fact_type.clone(),
-            status: m.status.clone(),
+            kind: m.kind,
+            fact_type: m.fact_type,
+            status: m.status,
             created_at: m.created_at.timestamp(),
             occurred_at: m.occurred_at.map(|t| t.timestamp()),
         },
@@ -63,7 +60,7 @@ async fn apply(
     index.ensure(collection).await?;
     let (keep, remove): (Vec<Indexable>, Vec<Indexable>) = rows
         .into_iter()
-        .partition(|m| INDEXED_STATUSES.contains(&m.status.as_str()));
+        .partition(|m| Status::INDEXED.contains(&m.status));
     index
         .upsert(collection, keep.iter().map(point).collect())
         .await?;

@@ -2,7 +2,10 @@ use std::{collections::HashMap, sync::Arc};
 
 use async_trait::async_trait;
 use hindsight_core::{
-    Delivery, Namespace, Outcome, Stage, Topic, embedding::EmbeddedFact, fact::FactType,
+    Delivery, Namespace, Outcome, Stage, Topic,
+    embedding::EmbeddedFact,
+    fact::FactType,
+    memory::{Kind, Status},
     stage::NoOutput,
 };
 use hindsight_index::{Collection, Scope, VectorIndex};
@@ -60,11 +63,11 @@ fn new_memory(e: &EmbeddedFact, id: Uuid) -> NewMemory {
         agent_id: f.agent_id.clone(),
         session_id: Some(f.session_id.clone()),
         kind: if f.fact_type == FactType::Event {
-            "episodic".into()
+            Kind::Episodic
         } else {
-            "semantic".into()
+            Kind::Semantic
         },
-        fact_type: f.fact_type.as_str().into(),
+        fact_type: f.fact_type,
         content: f.content.clone(),
         content_key: dedupe::content_key(&f.content),
         entities: f.entities.clone(),
@@ -72,9 +75,9 @@ fn new_memory(e: &EmbeddedFact, id: Uuid) -> NewMemory {
         confidence: f.confidence.clamp(0.0, 1.0),
         source_trust: f.trust.as_str().into(),
         status: if f.quarantine {
-            "quarantined".into()
+            Status::Quarantined
         } else {
-            "active".into()
+            Status::Active
         },
         occurred_at: f.occurred_at,
         valid_from: f.occurred_at.or(Some(f.turn_ts)),
@@ -130,7 +133,7 @@ impl PersistStage {
         let scope = Scope {
             tenant: tenant.clone(),
             user_id: user_id.clone(),
-            statuses: vec!["active".into()],
+            statuses: vec![Status::Active],
             ..Default::default()
         };
         let mut neighbour_ids = Vec::new();
@@ -202,7 +205,7 @@ impl PersistStage {
                     if f.quarantine {
                         turns::quarantine_later(&mut tx, tenant, &f.turn_id, &f.flags).await?;
                     }
-                    if memory.status == "active" {
+                    if memory.status == Status::Active {
                         candidates.push(candidate(&memory));
                     }
                     touched.push(new_id);

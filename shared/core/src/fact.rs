@@ -7,8 +7,21 @@ use serde::{Deserialize, Serialize};
 use crate::turn::{Source, Trust, TurnContext};
 
 /// What kind of statement a fact is; decides its default importance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum FactType {
     Preference,
     Constraint,
@@ -20,26 +33,8 @@ pub enum FactType {
 }
 
 impl FactType {
-    pub const ALL: [FactType; 7] = [
-        FactType::Preference,
-        FactType::Constraint,
-        FactType::Event,
-        FactType::Plan,
-        FactType::Entity,
-        FactType::Relation,
-        FactType::Fact,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            FactType::Preference => "preference",
-            FactType::Constraint => "constraint",
-            FactType::Event => "event",
-            FactType::Plan => "plan",
-            FactType::Entity => "entity",
-            FactType::Relation => "relation",
-            FactType::Fact => "fact",
-        }
+        self.into()
     }
 
     /// Reads a type name leniently (case, plural, a few synonyms); `None` if unknown.
@@ -166,8 +161,8 @@ mod tests {
         assert_eq!(FactType::parse("Preferences"), Some(FactType::Preference));
         assert_eq!(FactType::parse("relationship"), Some(FactType::Relation));
         assert_eq!(FactType::parse("gibberish"), None);
-        for t in FactType::ALL {
-            assert_eq!(FactType::parse(t.as_str()), Some(t));
+        for t in <FactType as strum::VariantArray>::VARIANTS {
+            assert_eq!(FactType::parse(t.as_str()), Some(*t));
         }
     }
 }

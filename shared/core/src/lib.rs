@@ -1,7 +1,8 @@
 //! The vocabulary every hindsight crate speaks, with no I/O.
 //!
 //! A [`turn`] is what an agent publishes; the filter keeps it or not; the
-//! extractor makes [`fact`]s of it; the embedder gives each an [`embedding`].
+//! extractor makes [`fact`]s of it; the embedder gives each an [`embedding`];
+//! persist keeps it as a memory ([`memory`]: its status and kind).
 //! [`namespace`] names the streams they travel on, [`stage`] is the contract
 //! every pipeline step implements, [`ids`] and [`zone`] are the rules for
 //! identifiers and calendars. [`settings`] are the plain settings of the
@@ -12,6 +13,7 @@ pub mod embedding;
 pub mod fact;
 pub mod http_client;
 pub mod ids;
+pub mod memory;
 pub mod namespace;
 pub mod settings;
 pub mod stage;

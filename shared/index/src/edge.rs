@@ -10,6 +10,7 @@ use std::{
 };
 
 use async_trait::async_trait;
+use hindsight_core::memory::names;
 use qdrant_edge::{
     Condition, CountRequest, DEFAULT_VECTOR_NAME, Distance, EdgeConfig, EdgeShard,
     EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Match, NamedQuery,
@@ -132,7 +133,7 @@ fn keyword(field: &str, value: &str) -> Result<Condition, IndexError> {
     )))
 }
 
-fn any_of(field: &str, values: &[String]) -> Result<Condition, IndexError> {
+fn any_of(field: &str, values: &[&str]) -> Result<Condition, IndexError> {
     let conditions = values
         .iter()
         .map(|v| keyword(field, v))
@@ -152,10 +153,10 @@ pub(crate) fn filter(scope: &Scope) -> Result<Filter, IndexError> {
         keyword("user_id", &scope.user_id)?,
     ];
     if !scope.statuses.is_empty() {
-        must.push(any_of("status", &scope.statuses)?);
+        must.push(any_of("status", &names(&scope.statuses))?);
     }
     if !scope.fact_types.is_empty() {
-        must.push(any_of("fact_type", &scope.fact_types)?);
+        must.push(any_of("fact_type", &names(&scope.fact_types))?);
     }
     if let Some(session) = &scope.session_id {
         must.push(keyword("session_id", session)?);

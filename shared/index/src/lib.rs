@@ -13,7 +13,13 @@ pub mod server;
 use std::{path::Path, sync::Arc};
 
 use async_trait::async_trait;
-use hindsight_core::{Namespace, embedding::ModelId, settings::IndexConfig};
+use hindsight_core::{
+    Namespace,
+    embedding::ModelId,
+    fact::FactType,
+    memory::{Kind, Status},
+    settings::IndexConfig,
+};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -24,9 +30,9 @@ pub struct Payload {
     pub user_id: String,
     #[serde(default)]
     pub session_id: Option<String>,
-    pub kind: String,
-    pub fact_type: String,
-    pub status: String,
+    pub kind: Kind,
+    pub fact_type: FactType,
+    pub status: Status,
     /// Unix seconds.
     pub created_at: i64,
     #[serde(default)]
@@ -59,8 +65,8 @@ pub struct Scope {
     pub tenant: String,
     pub user_id: String,
     /// Empty: any status.
-    pub statuses: Vec<String>,
-    pub fact_types: Vec<String>,
+    pub statuses: Vec<Status>,
+    pub fact_types: Vec<FactType>,
     pub session_id: Option<String>,
     /// Unix seconds, inclusive.
     pub occurred_from: Option<i64>,

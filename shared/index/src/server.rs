@@ -3,6 +3,7 @@
 //! embedded index cannot.
 
 use async_trait::async_trait;
+use hindsight_core::memory::names;
 use qdrant_client::{
     Payload as QdrantPayload, Qdrant,
     qdrant::{
@@ -36,8 +37,13 @@ impl ServerIndex {
     }
 }
 
-fn any_of(field: &str, values: &[String]) -> Condition {
-    Filter::should(values.iter().map(|v| Condition::matches(field, v.clone()))).into()
+fn any_of(field: &str, values: &[&str]) -> Condition {
+    Filter::should(
+        values
+            .iter()
+            .map(|v| Condition::matches(field, v.to_string())),
+    )
+    .into()
 }
 
 fn filter(scope: &Scope) -> Filter {
@@ -46,10 +52,10 @@ fn filter(scope: &Scope) -> Filter {
         Condition::matches("user_id", scope.user_id.clone()),
     ];
     if !scope.statuses.is_empty() {
-        must.push(any_of("status", &scope.statuses));
+        must.push(any_of("status", &names(&scope.statuses)));
     }
     if !scope.fact_types.is_empty() {
-        must.push(any_of("fact_type", &scope.fact_types));
+        must.push(any_of("fact_type", &names(&scope.fact_types)));
     }
     if let Some(session) = &scope.session_id {
         must.push(Condition::matches("session_id", session.clone()));

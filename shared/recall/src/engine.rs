@@ -8,7 +8,7 @@ use std::{
 };
 
 use chrono::Utc;
-use hindsight_core::{Namespace, embedding::cosine};
+use hindsight_core::{Namespace, embedding::cosine, memory::Status};
 use hindsight_embedder::Embedder;
 use hindsight_index::{Collection, Hit, Scope, VectorIndex};
 use hindsight_shared::{
@@ -166,7 +166,7 @@ impl Recaller {
         let statuses = req.statuses();
         let filters = Filters {
             session_id: req.session_id.clone(),
-            fact_types: req.fact_types.clone(),
+            fact_types: req.fact_type_filter(),
             occurred_from: req.from,
             occurred_to: req.to,
         };
@@ -388,7 +388,7 @@ impl Recaller {
         &self,
         tenant: &str,
         req: &RecallRequest,
-        statuses: &[String],
+        statuses: &[Status],
         filters: &Filters,
         ids: &[Uuid],
         dense: &Dense,
@@ -423,7 +423,7 @@ impl Recaller {
         &self,
         tenant: &str,
         req: &RecallRequest,
-        statuses: &[String],
+        statuses: &[Status],
         filters: &Filters,
         dense: &Dense,
         fused: &[Fused],
@@ -468,7 +468,7 @@ impl Recaller {
         &self,
         tenant: &str,
         req: &RecallRequest,
-        statuses: &[String],
+        statuses: &[Status],
         on: bool,
     ) -> Result<Dense, String> {
         let (Some(_), Some(embedder)) = (&self.index, &self.embedder) else {
@@ -514,7 +514,7 @@ impl Recaller {
         &self,
         tenant: &str,
         req: &RecallRequest,
-        statuses: &[String],
+        statuses: &[Status],
         vector: &[f32],
     ) -> Result<Vec<Hit>, String> {
         let (Some(index), Some(embedder)) = (&self.index, &self.embedder) else {
@@ -525,7 +525,7 @@ impl Recaller {
             tenant: tenant.to_string(),
             user_id: req.user_id.clone(),
             statuses: statuses.to_vec(),
-            fact_types: req.fact_types.clone(),
+            fact_types: req.fact_type_filter(),
             session_id: req.session_id.clone(),
             // The time range is applied in Postgres, on the memory's date
             // (when it happened, else when it was learnt).
@@ -660,8 +660,8 @@ pub fn recalled(row: &MemoryRow, score: f64) -> RecalledMemory {
         id: row.id,
         content: row.content.clone(),
         context: row.context.as_ref().map(memory::shown_context),
-        fact_type: row.fact_type.clone(),
-        status: row.status.clone(),
+        fact_type: row.fact_type,
+        status: row.status,
         importance: row.importance,
         confidence: row.confidence,
         source: row.source.clone(),

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use hindsight_core::fact::FactType;
+use hindsight_core::{fact::FactType, memory::Status};
 use hindsight_shared::recall::{fusion::Parts, memory::RecalledMemory};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -29,21 +29,22 @@ pub enum Include {
 }
 
 impl Include {
-    pub fn status(self) -> &'static str {
+    pub fn status(self) -> Status {
         match self {
-            Include::Superseded => "superseded",
-            Include::Archived => "archived",
-            Include::Quarantined => "quarantined",
+            Include::Superseded => Status::Superseded,
+            Include::Archived => Status::Archived,
+            Include::Quarantined => Status::Quarantined,
         }
     }
 
     pub fn parse(text: &str) -> Result<Self, RequestError> {
-        match text.trim() {
-            "superseded" => Ok(Include::Superseded),
-            "archived" => Ok(Include::Archived),
-            "quarantined" => Ok(Include::Quarantined),
-            other => Err(RequestError(format!(
-                "unknown status to include {other:?}: expected superseded, archived or quarantined"
+        match Status::try_from(text.trim()) {
+            Ok(Status::Superseded) => Ok(Include::Superseded),
+            Ok(Status::Archived) => Ok(Include::Archived),
+            Ok(Status::Quarantined) => Ok(Include::Quarantined),
+            _ => Err(RequestError(format!(
+                "unknown status to include {:?}: expected superseded, archived or quarantined",
+                text.trim()
             ))),
         }
     }
@@ -132,12 +133,8 @@ impl RecallRequest {
             ));
         }
         for t in &self.fact_types {
-            if !FactType::ALL.iter().any(|f| f.as_str() == t) {
-                let known: Vec<&str> = FactType::ALL.iter().map(|f| f.as_str()).collect();
-                return fail(format!(
-                    "unknown fact type {t:?}: expected one of {}",
-                    known.join(", ")
-                ));
+            if let Err(e) = FactType::try_from(t.as_str()) {
+                return fail(e.to_string());
             }
         }
         if let (Some(from), Some(to)) = (self.from, self.to)
@@ -148,11 +145,19 @@ impl RecallRequest {
         Ok(())
     }
 
+    /// The fact types asked for ([`validate`](Self::validate) refused any other name).
+    pub fn fact_type_filter(&self) -> Vec<FactType> {
+        self.fact_types
+            .iter()
+            .filter_map(|t| FactType::try_from(t.as_str()).ok())
+            .collect()
+    }
+
     /// The statuses searched: active, plus those asked for.
-    pub fn statuses(&self) -> Vec<String> {
-        let mut s = vec!["active".to_string()];
+    pub fn statuses(&self) -> Vec<Status> {
+        let mut s = vec![Status::Active];
         for i in &self.include {
-            let status = i.status().to_string();
+            let status = i.status();
             if !s.contains(&status) {
                 s.push(status);
             }
@@ -262,8 +267,11 @@ mod tests {
     #[test]
     fn statuses_are_active_plus_those_included() {
         let mut r = RecallRequest::new("u", "q");
-        assert_eq!(r.statuses(), ["active"]);
+        assert_eq!(r.statuses(), [Status::Active]);
         r.include = vec![Include::Superseded, Include::Superseded, Include::Archived];
-        assert_eq!(r.statuses(), ["active", "superseded", "archived"]);
+        assert_eq!(
+            r.statuses(),
+            [Status::Active, Status::Superseded, Status::Archived]
+        );
     }
 }

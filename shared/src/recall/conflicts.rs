@@ -48,12 +48,14 @@ pub fn flag(memories: &mut [RecalledMemory], superseded_by: &[(Uuid, Option<Uuid
 #[cfg(test)]
 mod tests {
 
+    use hindsight_core::{fact::FactType, memory::Status};
+
     use super::*;
 
-    fn memory(content: &str, status: &str) -> RecalledMemory {
+    fn memory(content: &str, status: Status) -> RecalledMemory {
         RecalledMemory {
-            fact_type: "preference".into(),
-            status: status.into(),
+            fact_type: FactType::Preference,
+            status,
             ..crate::recall::memory::sample(content)
         }
     }
@@ -61,9 +63,9 @@ mod tests {
     #[test]
     fn a_superseded_memory_and_its_successor_name_each_other() {
         let mut answer = vec![
-            memory("Tom prefers the window seat", "active"),
-            memory("Tom likes jazz", "superseded"),
-            memory("Tom likes rock now", "active"),
+            memory("Tom prefers the window seat", Status::Active),
+            memory("Tom likes jazz", Status::Superseded),
+            memory("Tom likes rock now", Status::Active),
         ];
         let links = [(answer[1].id, Some(answer[2].id))];
         flag(&mut answer, &links);
@@ -75,10 +77,10 @@ mod tests {
     #[test]
     fn two_active_values_of_one_attribute_are_flagged() {
         let mut answer = vec![
-            memory("Tom's favourite colour is red", "active"),
-            memory("Tom's favourite colour is blue", "active"),
-            memory("Tom likes cats", "active"),
-            memory("Tom likes dogs", "active"),
+            memory("Tom's favourite colour is red", Status::Active),
+            memory("Tom's favourite colour is blue", Status::Active),
+            memory("Tom likes cats", Status::Active),
+            memory("Tom likes dogs", Status::Active),
         ];
         flag(&mut answer, &[]);
         assert_eq!(answer[0].conflicts_with, vec![answer[1].id]);

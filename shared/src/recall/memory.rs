@@ -5,7 +5,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use hindsight_core::turn::TurnContext;
+use hindsight_core::{fact::FactType, memory::Status, turn::TurnContext};
 
 /// Longest context shown with a recalled memory, in characters (the end of
 /// the turn it replied to, where its question usually is).
@@ -19,8 +19,8 @@ pub struct RecalledMemory {
     /// last [`SHOWN_CONTEXT_CHARS`] characters); counted in the token budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
-    pub fact_type: String,
-    pub status: String,
+    pub fact_type: FactType,
+    pub status: Status,
     pub importance: f32,
     pub confidence: f32,
     /// Where the memory came from: user, agent, tool or external (none for
@@ -122,8 +122,8 @@ pub(crate) fn sample(content: &str) -> RecalledMemory {
         id: Uuid::new_v4(),
         content: content.into(),
         context: None,
-        fact_type: "fact".into(),
-        status: "active".into(),
+        fact_type: FactType::Fact,
+        status: Status::Active,
         importance: 0.5,
         confidence: 0.7,
         source: Some("user".into()),

@@ -14,7 +14,7 @@ use super::{
     memories::{TERMS_VERSION, search_terms},
     recall::{MEMORY_ROW_COLUMNS, MemoryRow},
 };
-use hindsight_core::turn::TurnContext;
+use hindsight_core::{fact::FactType, memory::Status, turn::TurnContext};
 
 use crate::dedupe;
 
@@ -25,9 +25,9 @@ pub struct MemoryPatch {
     pub content: Option<(String, Vec<f32>)>,
     pub importance: Option<f32>,
     pub confidence: Option<f32>,
-    pub fact_type: Option<String>,
-    /// `active` or `archived` (restoring or archiving by hand).
-    pub status: Option<String>,
+    pub fact_type: Option<FactType>,
+    /// `Active` or `Archived` (restoring or archiving by hand).
+    pub status: Option<Status>,
 }
 
 /// The counts and latest writes of one user.
@@ -47,8 +47,10 @@ pub struct Overview {
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct LatestWrite {
     pub id: Uuid,
-    pub fact_type: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub fact_type: FactType,
+    #[sqlx(try_from = "String")]
+    pub status: Status,
     pub content: String,
     pub updated_at: DateTime<Utc>,
 }
@@ -124,14 +126,15 @@ impl Store {
         .bind(embedding)
         .bind(patch.importance)
         .bind(patch.confidence)
-        .bind(&patch.fact_type)
-        .bind(&patch.status)
+        .bind(patch.fact_type.map(FactType::as_str))
+        .bind(patch.status.map(Status::as_str))
         .bind(TERMS_VERSION)
         .execute(&mut *tx)
         .await?;
-        let event = match patch.status.as_deref() {
-            Some("archived") if status != "archived" => "archive",
-            Some("active") if status != "active" => "restore",
+        let before_status = Status::try_from(status.as_str())?;
+        let event = match patch.status {
+            Some(Status::Archived) if before_status != Status::Archived => "archive",
+            Some(Status::Active) if before_status != Status::Active => "restore",
             _ => "update",
         };
         let detail = json!({

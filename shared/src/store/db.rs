@@ -19,6 +19,8 @@ pub enum StoreError {
     Migrate(String),
     #[error("database: {0}")]
     Query(#[from] sqlx::Error),
+    #[error("a stored value outside its set: {0}")]
+    Stored(#[from] hindsight_core::memory::UnknownName),
 }
 
 /// The Postgres pool every store module works through.

@@ -16,6 +16,7 @@
 //! would score near zero anyway; scoring it would cost a scan of most of the
 //! user's rows, and the time of a recall.
 
+use hindsight_core::memory::{Status, names};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
@@ -79,7 +80,7 @@ pub struct KeywordQuery<'a> {
     pub user_id: &'a str,
     pub text: &'a str,
     /// Memory statuses searched; never empty.
-    pub statuses: &'a [String],
+    pub statuses: &'a [Status],
     pub limit: usize,
     pub matching: terms::Matching,
 }
@@ -196,7 +197,7 @@ impl Store {
             .bind(q.user_id)
             .bind(&scored)
             .bind(&idf)
-            .bind(q.statuses)
+            .bind(names(q.statuses))
             .bind(avgdl)
             .bind(K1)
             .bind(B)

@@ -8,7 +8,11 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
-use hindsight_core::turn::TurnContext;
+use hindsight_core::{
+    fact::FactType,
+    memory::{Kind, Status},
+    turn::TurnContext,
+};
 
 use crate::terms;
 
@@ -52,9 +56,12 @@ pub struct Indexable {
     pub tenant: String,
     pub user_id: String,
     pub session_id: Option<String>,
-    pub kind: String,
-    pub fact_type: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub kind: Kind,
+    #[sqlx(try_from = "String")]
+    pub fact_type: FactType,
+    #[sqlx(try_from = "String")]
+    pub status: Status,
     pub created_at: DateTime<Utc>,
     pub occurred_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -71,15 +78,15 @@ pub struct NewMemory {
     pub user_id: String,
     pub agent_id: Option<String>,
     pub session_id: Option<String>,
-    pub kind: String,
-    pub fact_type: String,
+    pub kind: Kind,
+    pub fact_type: FactType,
     pub content: String,
     pub content_key: String,
     pub entities: Vec<String>,
     pub importance: f32,
     pub confidence: f32,
     pub source_trust: String,
-    pub status: String,
+    pub status: Status,
     pub occurred_at: Option<DateTime<Utc>>,
     pub valid_from: Option<DateTime<Utc>>,
     pub expires_at: Option<DateTime<Utc>>,
@@ -179,15 +186,15 @@ pub async fn insert_on(conn: &mut sqlx::PgConnection, m: &NewMemory) -> Result<(
     .bind(&m.user_id)
     .bind(&m.agent_id)
     .bind(&m.session_id)
-    .bind(&m.kind)
-    .bind(&m.fact_type)
+    .bind(m.kind.as_str())
+    .bind(m.fact_type.as_str())
     .bind(&m.content)
     .bind(&m.content_key)
     .bind(&m.entities)
     .bind(m.importance)
     .bind(m.confidence)
     .bind(&m.source_trust)
-    .bind(&m.status)
+    .bind(m.status.as_str())
     .bind(m.occurred_at)
     .bind(m.valid_from)
     .bind(m.expires_at)
@@ -297,9 +304,6 @@ pub async fn add_event(
         .await?;
     Ok(())
 }
-
-/// Statuses that live in the index (archived and deleted memories do not).
-pub const INDEXED_STATUSES: &[&str] = &["active", "superseded", "quarantined"];
 
 impl Store {
     /// Rewrites the search terms of up to `limit` memories made by an older
@@ -414,7 +418,7 @@ impl Store {
              ORDER BY id LIMIT $3"
         );
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(INDEXED_STATUSES)
+            .bind(&Status::INDEXED.map(Status::as_str)[..])
             .bind(after)
             .bind(limit)
             .fetch_all(&self.pool)

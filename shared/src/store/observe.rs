@@ -2,6 +2,7 @@
 //! (the `/ops` page and the gauges the gateway polls).
 
 use chrono::{DateTime, Utc};
+use hindsight_core::memory::Status;
 use serde::Serialize;
 
 use super::{
@@ -13,7 +14,8 @@ use super::{
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
 pub struct MemoryCount {
     pub tenant: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: Status,
     pub count: i64,
 }
 

@@ -10,13 +10,17 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
-use hindsight_core::turn::TurnContext;
+use hindsight_core::{
+    fact::FactType,
+    memory::{Kind, Status, names},
+    turn::TurnContext,
+};
 
 /// The structured filters of a recall; empty fields filter nothing.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filters {
     pub session_id: Option<String>,
-    pub fact_types: Vec<String>,
+    pub fact_types: Vec<FactType>,
     pub occurred_from: Option<DateTime<Utc>>,
     pub occurred_to: Option<DateTime<Utc>>,
 }
@@ -36,8 +40,10 @@ pub struct MemoryRow {
     pub id: Uuid,
     pub user_id: String,
     pub session_id: Option<String>,
-    pub kind: String,
-    pub fact_type: String,
+    #[sqlx(try_from = "String")]
+    pub kind: Kind,
+    #[sqlx(try_from = "String")]
+    pub fact_type: FactType,
     pub content: String,
     pub entities: Vec<String>,
     pub importance: f32,
@@ -51,7 +57,8 @@ pub struct MemoryRow {
     pub flags: Vec<String>,
     /// Only what the assistant inferred, not what anyone stated.
     pub inferred: bool,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: Status,
     pub superseded_by: Option<Uuid>,
     pub occurred_at: Option<DateTime<Utc>>,
     /// When it became true: when it happened, else when it was said.
@@ -111,7 +118,7 @@ impl Store {
         &self,
         tenant: &str,
         user_id: &str,
-        statuses: &[String],
+        statuses: &[Status],
         filters: &Filters,
         ids: &[Uuid],
         with_vector: &[Uuid],
@@ -129,9 +136,9 @@ impl Store {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(tenant)
             .bind(user_id)
-            .bind(statuses)
+            .bind(names(statuses))
             .bind(&filters.session_id)
-            .bind(&filters.fact_types)
+            .bind(names(&filters.fact_types))
             .bind(filters.occurred_from)
             .bind(filters.occurred_to)
             .bind(ids)
@@ -165,7 +172,7 @@ impl Store {
         &self,
         tenant: &str,
         user_id: &str,
-        statuses: &[String],
+        statuses: &[Status],
         filters: &Filters,
         limit: usize,
     ) -> Result<Vec<Uuid>, StoreError> {
@@ -178,9 +185,9 @@ impl Store {
         Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
             .bind(tenant)
             .bind(user_id)
-            .bind(statuses)
+            .bind(names(statuses))
             .bind(&filters.session_id)
-            .bind(&filters.fact_types)
+            .bind(names(&filters.fact_types))
             .bind(filters.occurred_from)
             .bind(filters.occurred_to)
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
@@ -196,7 +203,7 @@ impl Store {
         &self,
         tenant: &str,
         user_id: &str,
-        statuses: &[String],
+        statuses: &[Status],
         entities: &[String],
         limit: usize,
     ) -> Result<EntityAnswer, StoreError> {
@@ -212,7 +219,7 @@ impl Store {
         )
         .bind(tenant)
         .bind(user_id)
-        .bind(statuses)
+        .bind(names(statuses))
         .bind(entities)
         .bind(ENTITY_SELECTIVITY + 1)
         .fetch_all(&self.pool)
@@ -234,7 +241,7 @@ impl Store {
         )
         .bind(tenant)
         .bind(user_id)
-        .bind(statuses)
+        .bind(names(statuses))
         .bind(&selective)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)

@@ -20,7 +20,7 @@ use axum::{
     routing::get,
 };
 use chrono::{DateTime, Utc};
-use hindsight_core::Namespace;
+use hindsight_core::{Namespace, memory::Status};
 use hindsight_shared::{
     dlq, events,
     status::{self, StreamStatus},
@@ -124,7 +124,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// Memories in `status`, all tenants together.
-    pub fn memories_in(&self, status: &str) -> i64 {
+    pub fn memories_in(&self, status: Status) -> i64 {
         self.memories
             .iter()
             .flatten()
@@ -141,7 +141,7 @@ struct Memory {
     rate_base: HashMap<String, (Instant, u64)>,
     /// Gauge label sets set before, so a vanished one is set to 0.
     dlq_seen: BTreeSet<(String, String)>,
-    memories_seen: BTreeSet<(String, String)>,
+    memories_seen: BTreeSet<(String, Status)>,
 }
 
 /// Takes snapshots and keeps what rates and gauges need between them.
@@ -312,14 +312,14 @@ fn set_gauges(snap: &Snapshot, memory: &mut Memory) {
     memory.dlq_seen.extend(dlq_now);
     // Only a readable count replaces the last one: a failed query leaves the gauges as they were.
     if let Some(counts) = &snap.memories {
-        let now: BTreeSet<(String, String)> = counts
+        let now: BTreeSet<(String, Status)> = counts
             .iter()
-            .map(|m| (m.tenant.clone(), m.status.clone()))
+            .map(|m| (m.tenant.clone(), m.status))
             .collect();
         for (tenant, status) in memory.memories_seen.difference(&now) {
             events::MemoriesObserved {
                 tenant,
-                status,
+                status: status.as_str(),
                 count: 0,
             }
             .emit();
@@ -327,7 +327,7 @@ fn set_gauges(snap: &Snapshot, memory: &mut Memory) {
         for m in counts {
             events::MemoriesObserved {
                 tenant: &m.tenant,
-                status: &m.status,
+                status: m.status.as_str(),
                 count: u64::try_from(m.count).unwrap_or(0),
             }
             .emit();

@@ -4,9 +4,12 @@
 
 use std::{fmt::Write, time::Duration};
 
+use hindsight_core::memory::Status;
+use hindsight_core::memory::VariantArray;
+
 use super::Snapshot;
 
-const STATUSES: &[&str] = &["active", "quarantined", "superseded", "archived", "deleted"];
+const STATUSES: &[Status] = Status::VARIANTS;
 
 const STYLE: &str = "
 body{font:14px/1.4 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
@@ -179,7 +182,7 @@ fn memories(h: &mut String, snap: &Snapshot) {
     h.push_str("<tr class=\"total\"><td>all tenants</td>");
     let mut total = 0;
     for status in STATUSES {
-        let n = snap.memories_in(status);
+        let n = snap.memories_in(*status);
         total += n;
         h.push_str(&num(&format!("memories:{status}"), n));
     }

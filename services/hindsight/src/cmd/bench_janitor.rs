@@ -19,6 +19,10 @@ use std::{collections::BTreeMap, time::Instant};
 
 use chrono::{DateTime, Duration, Utc};
 use futures::{StreamExt, TryStreamExt};
+use hindsight_core::{
+    fact::FactType,
+    memory::{Kind, Status},
+};
 use hindsight_janitor::{Outcome, RunRequest, Trigger, counts::StepCounts};
 use hindsight_shared::{dedupe, service::Context, store::memories};
 use serde::Serialize;
@@ -382,14 +386,14 @@ struct Memory {
     id: Uuid,
     user: usize,
     session: String,
-    kind: &'static str,
-    fact_type: &'static str,
+    kind: Kind,
+    fact_type: FactType,
     content: String,
     entities: Vec<&'static str>,
     importance: f32,
     confidence: f32,
     trust: &'static str,
-    status: &'static str,
+    status: Status,
     occurred_at: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
     last_accessed_at: Option<DateTime<Utc>>,
@@ -468,39 +472,50 @@ impl Generator {
                 _ => vec![place, q, p],
             };
             let content = format!("{p} {event} {place} with {q}");
-            ("episodic", "event", content, entities)
+            (Kind::Episodic, FactType::Event, content, entities)
         } else if mix < 0.12 {
             let rule = if self.rng.chance(0.4) {
                 self.pick(HEALTH)
             } else {
                 self.pick(RULES)
             };
-            ("semantic", "constraint", format!("{p} {rule}"), vec![])
+            (
+                Kind::Semantic,
+                FactType::Constraint,
+                format!("{p} {rule}"),
+                vec![],
+            )
         } else {
             let (fact_type, content) = match self.rng.below(20) {
-                0..=5 => ("preference", format!("{p} prefers {thing} in {place}")),
-                6..=12 => ("fact", format!("{p} collects {thing}")),
-                13..=15 => ("plan", format!("{p} plans a trip to {place}")),
-                16..=18 => ("relation", format!("{p} is a friend of {q}")),
-                _ => ("entity", format!("{q} is a neighbour of {p} in {place}")),
+                0..=5 => (
+                    FactType::Preference,
+                    format!("{p} prefers {thing} in {place}"),
+                ),
+                6..=12 => (FactType::Fact, format!("{p} collects {thing}")),
+                13..=15 => (FactType::Plan, format!("{p} plans a trip to {place}")),
+                16..=18 => (FactType::Relation, format!("{p} is a friend of {q}")),
+                _ => (
+                    FactType::Entity,
+                    format!("{q} is a neighbour of {p} in {place}"),
+                ),
             };
             let entities = if self.rng.chance(0.4) {
                 vec![p]
             } else {
                 vec![]
             };
-            ("semantic", fact_type, content, entities)
+            (Kind::Semantic, fact_type, content, entities)
         };
         let mut age = self.days(0.0, 730.0);
-        let (mut status, mut archived_at) = ("active", None);
+        let (mut status, mut archived_at) = (Status::Active, None);
         // Archived or deleted long ago: the purge's candidates.
         if self.rng.chance(0.03) {
             age = self.days(60.0, 730.0);
             let archived = self.days(31.0, age.num_seconds() as f64 / 86_400.0);
             status = if self.rng.chance(0.8) {
-                "archived"
+                Status::Archived
             } else {
-                "deleted"
+                Status::Deleted
             };
             archived_at = Some(self.now - archived);
         }
@@ -516,7 +531,7 @@ impl Generator {
         } else {
             (0, None)
         };
-        let occurred_at = (kind == "episodic").then(|| created_at - self.days(0.0, 2.0));
+        let occurred_at = (kind == Kind::Episodic).then(|| created_at - self.days(0.0, 2.0));
         let memory = Memory {
             id: self.uuid(),
             user,
@@ -541,7 +556,7 @@ impl Generator {
             embedding: self.unit_vector(),
         };
         // About 1% of memories have a near-duplicate planted right after them.
-        if status == "active" && self.rng.chance(0.01) {
+        if status == Status::Active && self.rng.chance(0.01) {
             let cos = 0.96 + 0.035 * self.rng.fraction() as f32;
             let suffix = self.pick(SUFFIXES);
             let later = (memory.created_at + self.days(0.0, 3.0)).min(self.now);
@@ -569,8 +584,8 @@ impl Generator {
             b.tenants.push(TENANTS[m.user % TENANTS.len()]);
             b.users.push(format!("user-{:05}", m.user));
             b.sessions.push(format!("{}-{}", m.user, m.session));
-            b.kinds.push(m.kind);
-            b.fact_types.push(m.fact_type);
+            b.kinds.push(m.kind.as_str());
+            b.fact_types.push(m.fact_type.as_str());
             b.keys.push(dedupe::content_key(&m.content));
             b.terms
                 .push(memories::search_terms(&m.content, &m.entities, None).join(&sep));
@@ -579,14 +594,14 @@ impl Generator {
             b.importance.push(m.importance);
             b.confidence.push(m.confidence);
             b.trust.push(m.trust);
-            b.status.push(m.status);
+            b.status.push(m.status.as_str());
             b.occurred_at.push(m.occurred_at);
             b.created_at.push(m.created_at);
             b.updated_at.push(m.archived_at.unwrap_or(m.created_at));
             b.last_accessed_at.push(m.last_accessed_at);
             b.access_count.push(m.access_count);
             b.archived_at.push(m.archived_at);
-            b.index_state.push(if m.status == "active" {
+            b.index_state.push(if m.status == Status::Active {
                 "indexed"
             } else {
                 "removed"

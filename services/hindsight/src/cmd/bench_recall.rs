@@ -14,6 +14,10 @@ use std::{
     time::{Duration, Instant},
 };
 
+use hindsight_core::{
+    fact::FactType,
+    memory::{Kind, Status},
+};
 use hindsight_index::{Collection, Payload, Point, VectorIndex};
 use hindsight_recall::{RecallRequest, Timings};
 use hindsight_shared::{dedupe, service::Context, store::memories};
@@ -143,9 +147,9 @@ async fn measure(ctx: &Context, memories: usize, queries: usize) -> anyhow::Resu
                     tenant: TENANT.into(),
                     user_id: user.clone(),
                     session_id: None,
-                    kind: "semantic".into(),
-                    fact_type: "fact".into(),
-                    status: "active".into(),
+                    kind: Kind::Semantic,
+                    fact_type: FactType::Fact,
+                    status: Status::Active,
                     created_at: chrono::Utc::now().timestamp(),
                     occurred_at: None,
                 },

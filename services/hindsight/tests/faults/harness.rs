@@ -865,7 +865,9 @@ pub async fn verify(d: &Deployment, turns: &Turns) -> (Counts, Vec<String>) {
         )
         .bind(&name)
         .bind(&version)
-        .bind(hindsight_tests::hindsight_shared::store::memories::INDEXED_STATUSES)
+        .bind(hindsight_core::memory::names(
+            &hindsight_core::memory::Status::INDEXED,
+        ))
         .fetch_one(pool)
         .await
         .expect("indexable memories");

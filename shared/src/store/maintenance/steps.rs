@@ -5,6 +5,10 @@
 //! them back.
 
 use chrono::{DateTime, Utc};
+use hindsight_core::{
+    fact::FactType,
+    memory::{Kind, Status},
+};
 use serde_json::{Value, json};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -19,9 +23,12 @@ pub struct StateRow {
     pub id: Uuid,
     pub tenant: String,
     pub user_id: String,
-    pub kind: String,
-    pub fact_type: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub kind: Kind,
+    #[sqlx(try_from = "String")]
+    pub fact_type: FactType,
+    #[sqlx(try_from = "String")]
+    pub status: Status,
     pub content: String,
     pub importance: f32,
     pub access_count: i32,
@@ -235,7 +242,8 @@ pub struct VectorRow {
     pub user_id: String,
     pub agent_id: Option<String>,
     pub session_id: Option<String>,
-    pub fact_type: String,
+    #[sqlx(try_from = "String")]
+    pub fact_type: FactType,
     pub content: String,
     pub entities: Vec<String>,
     pub importance: f32,
@@ -470,7 +478,7 @@ pub struct Archive {
     pub tenant: String,
     /// The survivor or summary it was folded into; `None` for a plain archive.
     pub into: Option<Uuid>,
-    pub before_status: String,
+    pub before_status: Status,
     pub before_archived_at: Option<DateTime<Utc>>,
     pub before_updated_at: DateTime<Utc>,
 }
