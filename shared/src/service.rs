@@ -194,17 +194,18 @@ pub async fn start(
     })
 }
 
-/// The whole `main` of a single-stage service binary.
+/// The whole `main` of a service binary: `build` makes its tasks (the same
+/// function `hindsight up` calls for that service).
 pub async fn main(
     process: &'static str,
-    build: impl FnOnce(&Context) -> anyhow::Result<Vec<StageTask>>,
+    build: impl AsyncFnOnce(&Context) -> anyhow::Result<Vec<StageTask>>,
 ) -> anyhow::Result<()> {
     let config = Config::from_env()?;
     telemetry::init_logs(&config);
     let _ = telemetry::prometheus();
     config.log_startup(process);
     let ctx = Context::boot(config).await?;
-    let stages = build(&ctx)?;
+    let stages = build(&ctx).await?;
     let running = start(&ctx, stages, shutdown::on_signal()).await?;
     tracing::info!(process, http = %running.http_addr, "started");
     running.wait().await?;

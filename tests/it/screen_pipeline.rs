@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use hindsight_core::turn::parse_envelope;
-use hindsight_filter::rules::{self, screen::DEFAULT_THRESHOLD};
+use hindsight_screen::screen::{self, DEFAULT_THRESHOLD};
 use hindsight_tests::{
     Deployment,
     mcp::McpSession,
@@ -92,7 +92,7 @@ fn cues_quarantine(line: &Line, i: usize) -> bool {
         chrono::Utc::now(),
     )
     .expect("valid");
-    rules::assess(&turn, Some(rules::screen::learnt::model())).score >= DEFAULT_THRESHOLD
+    hindsight_screen::assess(&turn, Some(screen::learnt::model())).score >= DEFAULT_THRESHOLD
 }
 
 struct Archived {

@@ -4,9 +4,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use hindsight_embed::EmbedStage;
 use hindsight_index::VectorIndex;
-use hindsight_persist::{PersistStage, reconcile};
 use hindsight_shared::service::{self, Running};
 use tokio_util::sync::CancellationToken;
 
@@ -26,35 +24,18 @@ impl Stack {
         // whatever is counted before then is lost to `/metrics`.
         let _ = hindsight_shared::telemetry::prometheus();
         let ctx = &d.ctx;
-        let embedder = hindsight_embedder::from_config(&ctx.config.embed)
-            .expect("the local model (./ops/setup.sh fetches it)");
-        let (store, ns) = (ctx.store.clone(), ctx.config.namespace.clone());
-        let reconciler = {
-            let (store, index, ns) = (store.clone(), index.clone(), ns.clone());
-            service::background("reconciler", move |shutdown| {
-                reconcile::run(store, index, ns, Duration::from_millis(500), shutdown)
-            })
-        };
-        let tasks = vec![
-            service::stage(Arc::new(hindsight_filter::from_config(
-                &ctx.config,
-                store.clone(),
-            ))),
-            service::stage(Arc::new(
-                hindsight_extract::from_config(&ctx.config, store.clone()).expect("extract"),
-            )),
-            service::stage(Arc::new(EmbedStage::new(embedder, &ctx.config))),
-            service::stage(Arc::new(PersistStage::new(
-                store,
-                index.clone(),
-                ns,
-                ctx.config.dedupe_threshold,
-            ))),
-            reconciler,
-            hindsight_gateway::task(ctx, Some(index))
+        // Each service's own tasks, as its binary and `hindsight up` start them.
+        let mut tasks = hindsight_filter::tasks(ctx);
+        tasks.extend(hindsight_extract::tasks(ctx).expect("extract"));
+        tasks.extend(
+            hindsight_embed::tasks(ctx).expect("the local model (./ops/setup.sh fetches it)"),
+        );
+        tasks.extend(hindsight_persist::tasks(ctx, index.clone()));
+        tasks.extend(
+            hindsight_gateway::tasks(ctx, Some(index))
                 .await
                 .expect("gateway"),
-        ];
+        );
         let shutdown = CancellationToken::new();
         let running = service::start(ctx, tasks, shutdown.clone())
             .await

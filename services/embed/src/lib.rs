@@ -11,10 +11,29 @@ use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use hindsight_core::{Delivery, Outcome, Stage, Topic, embedding::EmbeddedFact, fact::Fact};
-use hindsight_embedder::Embedder;
-use hindsight_shared::{config::Config, events};
+use hindsight_embedder::{EmbedError, Embedder};
+use hindsight_shared::{
+    config::Config,
+    events,
+    service::{self, Context, StageTask},
+};
 
 pub use hindsight_embedder::from_config as embedder;
+
+/// The embedder's tasks, in its own process and in `hindsight up` alike: the
+/// configured model loaded (and named in the log) before the stage starts.
+pub fn tasks(ctx: &Context) -> Result<Vec<StageTask>, EmbedError> {
+    let embedder = embedder(&ctx.config.embed)?;
+    tracing::info!(
+        model = %embedder.model().name,
+        dimension = embedder.model().dimension,
+        "embedder loaded"
+    );
+    Ok(vec![service::stage(Arc::new(EmbedStage::new(
+        embedder,
+        &ctx.config,
+    )))])
+}
 
 pub struct EmbedStage {
     embedder: Arc<dyn Embedder>,

@@ -10,7 +10,7 @@ use std::{
 };
 
 use hindsight_embedder::{EmbedError, Embedder};
-use hindsight_filter::rules::screen::{Assessment, semantic};
+use hindsight_screen::screen::{Assessment, semantic};
 
 use hindsight_core::{fact::Fact, turn::screen_score};
 pub use semantic::Examples;

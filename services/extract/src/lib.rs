@@ -9,9 +9,21 @@ pub mod llm;
 pub mod rules;
 mod stage;
 
-use hindsight_shared::{config::Config, store::Store};
+use std::sync::Arc;
+
+use hindsight_shared::{
+    config::Config,
+    service::{self, Context, StageTask},
+    store::Store,
+};
 
 pub use stage::ExtractStage;
+
+/// The extractor's tasks, in its own process and in `hindsight up` alike.
+pub fn tasks(ctx: &Context) -> Result<Vec<StageTask>, llm::BuildError> {
+    let stage = from_config(&ctx.config, ctx.store.clone())?;
+    Ok(vec![service::stage(Arc::new(stage))])
+}
 
 /// The stage as configured: the LLM when `HINDSIGHT_LLM_BASE_URL` is set, else the rules.
 pub fn from_config(config: &Config, store: Store) -> Result<ExtractStage, llm::BuildError> {

@@ -5,28 +5,34 @@
 //! suspected poisoning, redacts secrets, tags source trust, and passes kept
 //! turns on to `<ns>.kept.<tenant>`.
 
-pub mod rules;
 mod stage;
 
 pub use stage::FilterStage;
 
-/// The screen as configured, for turns and working-memory writes alike.
-pub fn screen_settings(config: &Config) -> rules::screen::Settings {
-    rules::screen::Settings {
-        threshold: config.screen_threshold,
-        learnt: config.screen_learnt,
-    }
-}
+use std::sync::Arc;
 
-use hindsight_shared::{config::Config, store::Store};
+use hindsight_screen::screen;
+use hindsight_shared::{
+    config::Config,
+    service::{self, Context, StageTask},
+    store::Store,
+};
+
+/// The filter's tasks, in its own process and in `hindsight up` alike.
+pub fn tasks(ctx: &Context) -> Vec<StageTask> {
+    vec![service::stage(Arc::new(from_config(
+        &ctx.config,
+        ctx.store.clone(),
+    )))]
+}
 
 /// The filter stage as configured (`HINDSIGHT_SCREEN_THRESHOLD`,
 /// `HINDSIGHT_SCREEN_LEARNT`, `HINDSIGHT_TIME_ZONE`, `HINDSIGHT_TENANT_TIME_ZONES`). The learnt model is fit here, before the first
 /// turn, rather than inside the first batch.
 pub fn from_config(config: &Config, store: Store) -> FilterStage {
-    let screen = screen_settings(config);
+    let screen = screen::Settings::from_config(config);
     if screen.learnt {
-        rules::screen::learnt::model();
+        screen::learnt::model();
     }
     FilterStage::new(store)
         .screening(screen)

@@ -13,12 +13,12 @@ use hindsight_shared::store::{
     turns::{ArchivedFate, TurnKey, TurnRow},
 };
 
-use crate::rules::{self, Fate, Verdict};
+use hindsight_screen::{Fate, Verdict, screen};
 
 /// The filter stage over its archive.
 pub struct FilterStage {
     store: Store,
-    screen: rules::screen::Settings,
+    screen: screen::Settings,
     zones: Zones,
 }
 
@@ -26,7 +26,7 @@ impl FilterStage {
     pub fn new(store: Store) -> Self {
         Self {
             store,
-            screen: rules::screen::Settings::default(),
+            screen: screen::Settings::default(),
             zones: Zones::default(),
         }
     }
@@ -40,7 +40,7 @@ impl FilterStage {
 
     /// Screens with `screen`: quarantines turns scored at its threshold or
     /// more (`HINDSIGHT_SCREEN_THRESHOLD`, `HINDSIGHT_SCREEN_LEARNT`).
-    pub fn screening(mut self, screen: rules::screen::Settings) -> Self {
+    pub fn screening(mut self, screen: screen::Settings) -> Self {
         self.screen = screen;
         self
     }
@@ -192,7 +192,7 @@ impl Stage for FilterStage {
                 turn.session_id.clone(),
                 turn.speaker.clone(),
             );
-            let verdict = rules::judge(
+            let verdict = hindsight_screen::judge(
                 turn,
                 previous.get(&speaker_key).map(String::as_str),
                 self.screen,

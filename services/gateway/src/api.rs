@@ -7,8 +7,8 @@ use std::time::Duration;
 use async_nats::jetstream;
 use chrono::Utc;
 use hindsight_core::{Namespace, Topic, fact::FactType, memory::Status, turn, zone::Zones};
-use hindsight_filter::rules::{screen, working as writes};
 use hindsight_recall::{RecallError, RecallRequest, RecallResponse, Recaller, working};
+use hindsight_screen::{screen, working as writes};
 use hindsight_shared::{
     bus::Bus,
     recall::{brief, memory::RecalledMemory},

@@ -36,9 +36,12 @@ pub async fn recaller(
     .with_working_memory(working))
 }
 
-/// The gateway as a task of a process: the HTTP API and `/mcp` on the
-/// process' server, and the NATS recall responder.
-pub async fn task(ctx: &Context, index: Option<Arc<dyn VectorIndex>>) -> anyhow::Result<StageTask> {
+/// The gateway's tasks, in its own process and in `hindsight up` alike: the
+/// HTTP API and `/mcp` on the process' server, and the NATS recall responder.
+pub async fn tasks(
+    ctx: &Context,
+    index: Option<Arc<dyn VectorIndex>>,
+) -> anyhow::Result<Vec<StageTask>> {
     if index.is_none() {
         tracing::warn!(
             "the gateway has no vector index (the embedded index belongs to the persist process; set QDRANT_URL to share one): recall answers from keyword search, degraded"
@@ -50,7 +53,7 @@ pub async fn task(ctx: &Context, index: Option<Arc<dyn VectorIndex>>) -> anyhow:
         ctx.config.namespace.clone(),
     )
     .zoned(ctx.config.time_zones.clone())
-    .screening(hindsight_filter::screen_settings(&ctx.config));
+    .screening(hindsight_screen::screen::Settings::from_config(&ctx.config));
     let mcp = mcp::router(gateway.clone(), &ctx.config.mcp_allowed_hosts);
     let observer = ops::Observer::new(
         ctx.bus.js.clone(),
@@ -61,12 +64,12 @@ pub async fn task(ctx: &Context, index: Option<Arc<dyn VectorIndex>>) -> anyhow:
     // `/ops` is for operators, like `/metrics`: outside the key authentication.
     let routes =
         http::router(gateway.clone(), Some(mcp)).merge(ops::router(observer.clone(), poll_every));
-    Ok(service::serving(
+    Ok(vec![service::serving(
         "gateway",
         routes,
         move |ready, shutdown| {
             tokio::spawn(ops::poll(observer, poll_every, shutdown.clone()));
             nats::serve(gateway, ready, shutdown)
         },
-    ))
+    )])
 }

@@ -1,10 +1,10 @@
-//! The stages this binary can run, by name.
+//! The services this binary can run, by name; each service's tasks are its
+//! crate's `tasks`, the very function its own binary runs.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use hindsight_index::VectorIndex;
-use hindsight_persist::{PersistStage, reconcile};
-use hindsight_shared::service::{self, Context, StageTask};
+use hindsight_shared::service::{Context, StageTask};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum StageName {
@@ -64,27 +64,9 @@ pub async fn tasks_with_index(
     let mut out = Vec::new();
     for name in names {
         match name {
-            StageName::Filter => out.push(service::stage(Arc::new(hindsight_filter::from_config(
-                &ctx.config,
-                ctx.store.clone(),
-            )))),
-            StageName::Extract => out.push(service::stage(Arc::new(
-                hindsight_extract::from_config(&ctx.config, ctx.store.clone())?,
-            ))),
-            StageName::Embed => {
-                let embedder = hindsight_embed::embedder(&ctx.config.embed)?;
-                tracing::info!(model = %embedder.model().name, dimension = embedder.model().dimension, "embedder loaded");
-                if ctx.config.screen_nearness {
-                    // Before the stage starts, so its first facts do not wait.
-                    if let Err(e) = hindsight_embed::screen::examples(embedder.as_ref()).await {
-                        tracing::warn!(error = %e, "could not embed the screen's examples yet; the first batch tries again");
-                    }
-                }
-                out.push(service::stage(Arc::new(hindsight_embed::EmbedStage::new(
-                    embedder,
-                    &ctx.config,
-                ))));
-            }
+            StageName::Filter => out.extend(hindsight_filter::tasks(ctx)),
+            StageName::Extract => out.extend(hindsight_extract::tasks(ctx)?),
+            StageName::Embed => out.extend(hindsight_embed::tasks(ctx)?),
             StageName::Persist => {
                 let index = match &index {
                     Some(i) => i.clone(),
@@ -95,16 +77,7 @@ pub async fn tasks_with_index(
                         )?)
                         .clone(),
                 };
-                let (store, ns) = (ctx.store.clone(), ctx.config.namespace.clone());
-                out.push(service::stage(Arc::new(PersistStage::new(
-                    store.clone(),
-                    index.clone(),
-                    ns.clone(),
-                    ctx.config.dedupe_threshold,
-                ))));
-                out.push(service::background("reconciler", move |shutdown| {
-                    reconcile::run(store, index, ns, Duration::from_secs(2), shutdown)
-                }));
+                out.extend(hindsight_persist::tasks(ctx, index));
             }
             StageName::Gateway => {
                 let shares_index =
@@ -121,9 +94,9 @@ pub async fn tasks_with_index(
                     ),
                     (None, false) => None,
                 };
-                out.push(hindsight_gateway::task(ctx, index).await?);
+                out.extend(hindsight_gateway::tasks(ctx, index).await?);
             }
-            StageName::Janitor => out.push(hindsight_janitor::task(ctx)?),
+            StageName::Janitor => out.extend(hindsight_janitor::tasks(ctx)?),
         }
     }
     Ok(out)

@@ -78,23 +78,27 @@ pub fn janitor(config: &Config, store: Store, bus: Option<&hindsight_shared::bus
     }
 }
 
-/// The janitor as a task of a process: the schedule (with the run owed at
-/// start-up) and the NATS requests of `hindsight maintenance`.
-pub fn task(ctx: &Context) -> anyhow::Result<StageTask> {
+/// The janitor's tasks, in its own process and in `hindsight up` alike: the
+/// schedule (with the run owed at start-up) and the NATS requests of
+/// `hindsight maintenance`.
+pub fn tasks(ctx: &Context) -> anyhow::Result<Vec<StageTask>> {
     let schedule =
         schedule::Schedule::parse(&ctx.config.janitor.cron).map_err(anyhow::Error::msg)?;
     let janitor = janitor(&ctx.config, ctx.store.clone(), Some(&ctx.bus));
     let (client, ns) = (ctx.bus.client.clone(), ctx.config.namespace.clone());
-    Ok(service::background("janitor", move |shutdown| async move {
-        let control = control::serve(janitor.clone(), client, ns, shutdown.clone());
-        let scheduled = schedule::serve(janitor, schedule, shutdown.clone());
-        let (a, b) = tokio::join!(control, scheduled);
-        for result in [a, b] {
-            if let Err(e) = result {
-                tracing::error!(error = %e, "janitor task stopped");
+    Ok(vec![service::background(
+        "janitor",
+        move |shutdown| async move {
+            let control = control::serve(janitor.clone(), client, ns, shutdown.clone());
+            let scheduled = schedule::serve(janitor, schedule, shutdown.clone());
+            let (a, b) = tokio::join!(control, scheduled);
+            for result in [a, b] {
+                if let Err(e) = result {
+                    tracing::error!(error = %e, "janitor task stopped");
+                }
             }
-        }
-    }))
+        },
+    )])
 }
 
 #[cfg(test)]

@@ -12,4 +12,30 @@ pub use hindsight_shared::dedupe;
 pub mod reconcile;
 mod stage;
 
+use std::{sync::Arc, time::Duration};
+
+use hindsight_index::VectorIndex;
+use hindsight_shared::service::{self, Context, StageTask};
+
 pub use stage::PersistStage;
+
+/// How often the reconciler looks for memories the index has not taken yet.
+const RECONCILE_EVERY: Duration = Duration::from_secs(2);
+
+/// Persist's tasks, in its own process and in `hindsight up` alike: the stage
+/// and the reconciler, both writing `index`.
+pub fn tasks(ctx: &Context, index: Arc<dyn VectorIndex>) -> Vec<StageTask> {
+    let (store, ns) = (ctx.store.clone(), ctx.config.namespace.clone());
+    let stage = PersistStage::new(
+        store.clone(),
+        index.clone(),
+        ns.clone(),
+        ctx.config.dedupe_threshold,
+    );
+    vec![
+        service::stage(Arc::new(stage)),
+        service::background("reconciler", move |shutdown| {
+            reconcile::run(store, index, ns, RECONCILE_EVERY, shutdown)
+        }),
+    ]
+}

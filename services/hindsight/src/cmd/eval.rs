@@ -8,7 +8,7 @@ use std::{
 
 use hindsight_core::turn::{KeptTurn, parse_envelope};
 use hindsight_extract::rules;
-use hindsight_filter::rules::{Fate, judge};
+use hindsight_screen::{Fate, judge};
 use serde::Serialize;
 
 use crate::locomo;
@@ -71,7 +71,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "score")]
         split: super::screen_eval::Split,
         /// The score at which a turn counts as quarantined.
-        #[arg(long, default_value_t = hindsight_filter::rules::screen::DEFAULT_THRESHOLD)]
+        #[arg(long, default_value_t = hindsight_screen::screen::DEFAULT_THRESHOLD)]
         threshold: f64,
         /// Print every line's score and reasons to stderr.
         #[arg(long)]
@@ -228,7 +228,7 @@ fn extraction(path: &std::path::Path, sample: usize) -> anyhow::Result<Extractio
         let verdict = judge(
             &turn,
             previous.get(&speaker_key).map(String::as_str),
-            hindsight_filter::rules::screen::Settings::default(),
+            hindsight_screen::screen::Settings::default(),
         );
         previous.insert(speaker_key, verdict.content.clone());
         if verdict.fate != Fate::Keep {

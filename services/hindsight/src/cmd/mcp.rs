@@ -35,7 +35,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let recaller = hindsight_gateway::recaller(&ctx, None).await?;
     let gateway = Gateway::new(recaller, bus, config.namespace.clone())
         .zoned(config.time_zones.clone())
-        .screening(hindsight_filter::screen_settings(&config))
+        .screening(hindsight_screen::screen::Settings::from_config(&config))
         .with_remote_recall(REMOTE_RECALL_TIMEOUT);
     hindsight_gateway::mcp::serve_stdio(gateway, args.tenant, args.user).await
 }

@@ -18,7 +18,7 @@ use std::{collections::BTreeMap, path::Path};
 use anyhow::Context;
 use hindsight_core::turn::parse_envelope;
 use hindsight_embedder::Embedder;
-use hindsight_filter::rules::{
+use hindsight_screen::{
     assess,
     screen::{
         self,

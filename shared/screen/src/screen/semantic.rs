@@ -15,8 +15,8 @@ use serde::Deserialize;
 
 use super::Assessment;
 
-const ATTACKS: &str = include_str!("../../../../../tests/corpus/screen/attacks.jsonl");
-const LOOKALIKES: &str = include_str!("../../../../../tests/corpus/screen/lookalikes.jsonl");
+const ATTACKS: &str = include_str!("../../../../tests/corpus/screen/attacks.jsonl");
+const LOOKALIKES: &str = include_str!("../../../../tests/corpus/screen/lookalikes.jsonl");
 
 /// How many nearest examples of each side are averaged.
 pub const K: usize = 3;

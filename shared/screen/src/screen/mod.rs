@@ -3,7 +3,7 @@
 //!
 //! A list of phrases grows to fit the attacks it has seen; the screen instead
 //! asks a few questions of every text, in seven languages
-//! (`services/filter/screen/cues.toml`): does it discard the agent's guidance,
+//! (`shared/screen/cues.toml`): does it discard the agent's guidance,
 //! speak to AI readers, order behaviour from now on or towards other people,
 //! claim an authority's approval, consent for someone else, rewrite memory,
 //! keep someone from knowing, ask for a payload to be decoded and followed,
@@ -19,6 +19,7 @@ pub mod normalise;
 pub mod semantic;
 
 use hindsight_core::turn::Source;
+use hindsight_shared::config::Config;
 
 pub use cues::Cue;
 
@@ -118,6 +119,16 @@ pub struct Settings {
     pub threshold: f64,
     /// Whether the learnt model ([`learnt`]) counts.
     pub learnt: bool,
+}
+
+impl Settings {
+    /// The screen as configured, for turns and working-memory writes alike.
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            threshold: config.screen_threshold,
+            learnt: config.screen_learnt,
+        }
+    }
 }
 
 impl Default for Settings {

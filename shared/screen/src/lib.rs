@@ -1,5 +1,11 @@
-//! The filter's rules as plain functions: given a turn (and the same speaker's
-//! previous turn in the session), what becomes of it. No I/O here.
+//! What keeps a text out of memory, as plain functions with no I/O: given a
+//! turn (and the same speaker's previous turn in the session), what becomes
+//! of it ([`judge`]): noise is dropped, secrets redacted ([`secrets`]),
+//! suspected poisoning quarantined by the poisoning screen ([`screen`]: cues,
+//! a learnt model) and the known attack patterns ([`poison`]). The filter
+//! stage runs it on turns, the gateway on working-memory writes ([`working`]),
+//! the embed stage adds a fact's nearness to known attacks
+//! ([`screen::semantic`]).
 
 pub mod poison;
 pub mod screen;

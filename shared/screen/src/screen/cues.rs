@@ -1,4 +1,4 @@
-//! The screen's cues, read from `services/filter/screen/cues.toml`: one
+//! The screen's cues, read from `shared/screen/cues.toml`: one
 //! compiled set of patterns per cue, whatever the language.
 
 use std::{collections::BTreeMap, sync::LazyLock};
@@ -60,7 +60,7 @@ impl Cue {
     }
 }
 
-const DATA: &str = include_str!("../../../screen/cues.toml");
+const DATA: &str = include_str!("../../cues.toml");
 
 /// Per cue, its patterns in every language.
 type Tables = BTreeMap<String, BTreeMap<String, Vec<String>>>;
