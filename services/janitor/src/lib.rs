@@ -18,6 +18,7 @@ pub mod restore;
 pub mod run;
 pub mod schedule;
 pub mod similarity;
+pub mod summary;
 
 use std::time::Duration;
 
@@ -62,7 +63,7 @@ pub fn working_ttl() -> Duration {
 /// writing summaries with the configured LLM (`HINDSIGHT_LLM_BASE_URL`) if any.
 pub fn janitor(config: &Config, store: Store, bus: Option<&hindsight_shared::bus::Bus>) -> Janitor {
     let mut janitor = Janitor::new(store, policy(config), &config.data_dir);
-    match hindsight_extract::llm::LlmExtractor::from_config(&config.llm) {
+    match hindsight_llm::LlmClient::from_config(&config.llm) {
         Ok(Some(llm)) => janitor = janitor.with_llm(std::sync::Arc::new(llm)),
         Ok(None) => {}
         Err(e) => tracing::warn!(error = %e, "consolidating with the rules"),

@@ -33,7 +33,7 @@ use crate::{
     counts::Counts,
     export::Export,
     policy::{self, MemoryState, Policy},
-    similarity,
+    similarity, summary,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -151,7 +151,7 @@ pub struct Janitor {
         Namespace,
     )>,
     working_ttl: std::time::Duration,
-    llm: Option<std::sync::Arc<hindsight_extract::llm::LlmExtractor>>,
+    llm: Option<std::sync::Arc<hindsight_llm::LlmClient>>,
     crash_after_chunks: Option<usize>,
 }
 
@@ -187,7 +187,7 @@ impl Janitor {
     }
 
     /// Writes consolidated summaries with this LLM (rules when it cannot answer).
-    pub fn with_llm(mut self, llm: std::sync::Arc<hindsight_extract::llm::LlmExtractor>) -> Self {
+    pub fn with_llm(mut self, llm: std::sync::Arc<hindsight_llm::LlmClient>) -> Self {
         self.llm = Some(llm);
         self
     }
@@ -775,7 +775,7 @@ impl Exec<'_> {
             return;
         }
         for s in summaries.iter_mut() {
-            match llm.summarise(&s.memory.tenant, &s.topic, &s.episodes).await {
+            match summary::summarise(&llm, &s.memory.tenant, &s.topic, &s.episodes).await {
                 Ok(text) => {
                     s.rewrite(text);
                     self.counts.llm_summaries += 1;

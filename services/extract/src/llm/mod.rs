@@ -1,47 +1,22 @@
-//! The LLM extractor: any OpenAI-compatible chat endpoint through async-openai.
+//! The LLM extractor: the facts of one turn, asked of the shared LLM client
+//! ([`hindsight_llm`]) with the extraction prompt ([`prompt`]) and read back
+//! leniently ([`parse`]).
 //!
-//! Output format, most to least strict: a JSON schema (structured outputs),
-//! JSON mode, then free text from which the first JSON array is read. A server
-//! that refuses a format is asked in the next one, and remembered.
-//!
-//! Failures: each call has a timeout; 429, 5xx, timeouts and connection errors
-//! are retried with exponential backoff (honouring `Retry-After`) for up to
-//! the retry budget; then the turn is handed back to JetStream for a delayed
-//! redelivery. The stage falls back to the rules after `fallback_after`
-//! deliveries (see `stage.rs`), so a turn is never lost to an outage.
+//! When the LLM stays unavailable the turn is handed back to JetStream for a
+//! delayed redelivery; the stage falls back to the rules after
+//! `fallback_after` deliveries (see `stage.rs`), so a turn is never lost to
+//! an outage.
 
-mod http;
 pub mod parse;
 pub mod prompt;
 
-use std::{
-    sync::atomic::{AtomicU8, Ordering},
-    time::{Duration, Instant},
-};
-
-use async_openai::{
-    Client,
-    config::OpenAIConfig,
-    error::OpenAIError,
-    types::chat::{
-        ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
-        ChatCompletionRequestUserMessage, CreateChatCompletionRequest, ResponseFormat,
-        ResponseFormatJsonSchema,
-    },
-};
 use hindsight_core::turn::KeptTurn;
-use hindsight_shared::{config::LlmConfig, events, retry};
+use hindsight_llm::{LlmClient, Prompt, Reply};
+use hindsight_shared::config::LlmConfig;
 
 use crate::draft::Draft;
 
-pub use http::HttpFailure;
-
-/// Why the LLM gave no answer this time.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("LLM unavailable: {reason}")]
-pub struct Unavailable {
-    pub reason: String,
-}
+pub use hindsight_llm::{BuildError, Unavailable};
 
 /// What one turn's extraction by the LLM gave.
 #[derive(Debug, Clone)]
@@ -56,106 +31,41 @@ pub enum Extraction {
     NoFacts(String),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-enum Format {
-    JsonSchema = 0,
-    JsonObject = 1,
-    Text = 2,
-}
-
-/// One failed attempt, as the retry policy sees it.
-enum Failure {
-    Transient {
-        reason: String,
-        retry_after: Option<Duration>,
-    },
-    /// The server refuses the response format: ask in the next one.
-    FormatRefused(String),
-    Permanent(String),
-}
-
 pub struct LlmExtractor {
-    client: Client<OpenAIConfig>,
-    model: String,
-    retry_budget: Duration,
-    format: AtomicU8,
-    limiter: tokio::sync::Semaphore,
+    llm: LlmClient,
+    schema: serde_json::Value,
 }
-
-#[derive(Debug, thiserror::Error)]
-#[error("cannot build the LLM client: {0}")]
-pub struct BuildError(String);
 
 impl LlmExtractor {
     /// `None` when no endpoint is configured.
     pub fn from_config(config: &LlmConfig) -> Result<Option<Self>, BuildError> {
-        let Some(base_url) = &config.base_url else {
-            return Ok(None);
-        };
-        let mut openai = OpenAIConfig::new().with_api_base(base_url.trim_end_matches('/'));
-        if let Some(key) = &config.api_key {
-            openai = openai.with_api_key(key);
-        }
-        let transport =
-            http::Transport::new(config.timeout).map_err(|e| BuildError(e.to_string()))?;
-        // async-openai builds requests with the client and sends them through `transport`.
-        let client = Client::build(transport.client(), openai).with_http_service(transport);
-        Ok(Some(Self {
-            client,
-            model: config.model.clone(),
-            retry_budget: config.retry_budget,
-            format: AtomicU8::new(Format::JsonSchema as u8),
-            limiter: tokio::sync::Semaphore::new(config.concurrency),
+        Ok(LlmClient::from_config(config)?.map(|llm| Self {
+            llm,
+            schema: prompt::schema(),
         }))
     }
 
     pub fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn format(&self) -> Format {
-        match self.format.load(Ordering::Relaxed) {
-            0 => Format::JsonSchema,
-            1 => Format::JsonObject,
-            _ => Format::Text,
-        }
-    }
-
-    fn request(&self, kept: &KeptTurn, format: Format) -> CreateChatCompletionRequest {
-        let response_format = match format {
-            Format::JsonSchema => Some(ResponseFormat::JsonSchema {
-                json_schema: ResponseFormatJsonSchema {
-                    description: Some("Facts worth remembering from one conversation turn".into()),
-                    name: "facts".into(),
-                    schema: prompt::schema(),
-                    strict: Some(true),
-                },
-            }),
-            Format::JsonObject => Some(ResponseFormat::JsonObject),
-            Format::Text => None,
-        };
-        CreateChatCompletionRequest {
-            model: self.model.clone(),
-            messages: vec![
-                ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage::from(
-                    prompt::SYSTEM,
-                )),
-                ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage::from(
-                    prompt::user_message(kept).as_str(),
-                )),
-            ],
-            temperature: Some(0.0),
-            response_format,
-            ..Default::default()
-        }
+        self.llm.model()
     }
 
     /// Extracts the facts of one turn, retrying transient failures within the budget.
     pub async fn extract(&self, kept: &KeptTurn) -> Result<Extraction, Unavailable> {
-        let tenant = kept.turn.tenant.as_str();
+        let user = prompt::user_message(kept);
         let text = self
-            .ask(tenant, true, |format| self.request(kept, format))
+            .llm
+            .ask(
+                &kept.turn.tenant,
+                Prompt {
+                    system: prompt::SYSTEM,
+                    user: &user,
+                },
+                Reply::Json {
+                    name: "facts",
+                    description: "Facts worth remembering from one conversation turn",
+                    schema: &self.schema,
+                },
+            )
             .await?;
         Ok(match parse::parse_reply(&text) {
             Ok(drafts) if drafts.is_empty() => {
@@ -167,195 +77,5 @@ impl LlmExtractor {
             },
             Err(e) => Extraction::NoFacts(format!("unusable model output: {e}")),
         })
-    }
-
-    /// One short paragraph that says what a user's old episodes on one topic
-    /// amount to (the janitor's consolidation), in plain text.
-    pub async fn summarise(
-        &self,
-        tenant: &str,
-        topic: &str,
-        episodes: &[String],
-    ) -> Result<String, Unavailable> {
-        let user = prompt::summary_message(topic, episodes);
-        let text = self
-            .ask(tenant, false, |_| CreateChatCompletionRequest {
-                model: self.model.clone(),
-                messages: vec![
-                    ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage::from(
-                        prompt::SUMMARY_SYSTEM,
-                    )),
-                    ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage::from(
-                        user.as_str(),
-                    )),
-                ],
-                temperature: Some(0.0),
-                ..Default::default()
-            })
-            .await?;
-        // Control characters go, as from extracted facts: Postgres text cannot hold a NUL.
-        let text = parse::clean(&text, usize::MAX);
-        if text.is_empty() || text.chars().count() > prompt::SUMMARY_MAX_CHARS {
-            return Err(Unavailable {
-                reason: format!("unusable summary ({} characters)", text.chars().count()),
-            });
-        }
-        Ok(text)
-    }
-
-    /// Sends a request (in the remembered response format when `structured`),
-    /// retrying transient failures within the budget; the answer's text.
-    async fn ask(
-        &self,
-        tenant: &str,
-        structured: bool,
-        request: impl Fn(Format) -> CreateChatCompletionRequest,
-    ) -> Result<String, Unavailable> {
-        let _permit = self.limiter.acquire().await.map_err(|e| Unavailable {
-            reason: e.to_string(),
-        })?;
-        let policy = retry::policy(
-            Duration::from_millis(250),
-            Duration::from_secs(4),
-            Some(self.retry_budget),
-        );
-        let started = Instant::now();
-        backoff::future::retry(policy, || async {
-            loop {
-                let format = if structured { self.format() } else { Format::Text };
-                match self.call(request(format), tenant).await {
-                    Ok(text) => return Ok(text),
-                    Err(Failure::FormatRefused(reason)) if format != Format::Text => {
-                        tracing::warn!(model = %self.model, ?format, %reason, "the LLM server refuses this response format; asking in the next");
-                        let _ = self.format.compare_exchange(format as u8, format as u8 + 1, Ordering::Relaxed, Ordering::Relaxed);
-                    }
-                    Err(Failure::FormatRefused(reason)) | Err(Failure::Permanent(reason)) => {
-                        return Err(backoff::Error::permanent(reason));
-                    }
-                    Err(Failure::Transient { reason, retry_after }) => {
-                        let remaining = self.retry_budget.saturating_sub(started.elapsed());
-                        return Err(match retry_after {
-                            Some(wait) if wait > remaining => backoff::Error::permanent(format!("{reason} (asked to wait {}s)", wait.as_secs())),
-                            Some(wait) => backoff::Error::retry_after(reason, wait),
-                            None => backoff::Error::transient(reason),
-                        });
-                    }
-                }
-            }
-        })
-        .await
-        .map_err(|reason| Unavailable { reason })
-    }
-
-    async fn call(
-        &self,
-        request: CreateChatCompletionRequest,
-        tenant: &str,
-    ) -> Result<String, Failure> {
-        let started = Instant::now();
-        let result = self.client.chat().create(request).await;
-        let elapsed = started.elapsed();
-        match result {
-            Ok(response) => {
-                let (prompt_tokens, completion_tokens) = response
-                    .usage
-                    .as_ref()
-                    .map(|u| (u.prompt_tokens as u64, u.completion_tokens as u64))
-                    .unwrap_or_default();
-                events::LlmCalled {
-                    tenant,
-                    model: &self.model,
-                    outcome: "ok",
-                    elapsed,
-                    prompt_tokens,
-                    completion_tokens,
-                }
-                .emit();
-                let text = response
-                    .choices
-                    .into_iter()
-                    .next()
-                    .and_then(|c| c.message.content)
-                    .unwrap_or_default();
-                Ok(text)
-            }
-            Err(error) => {
-                let failure = classify(error);
-                let outcome = match &failure {
-                    Failure::Transient { .. } => "transient_error",
-                    Failure::FormatRefused(_) => "format_refused",
-                    Failure::Permanent(_) => "error",
-                };
-                events::LlmCalled {
-                    tenant,
-                    model: &self.model,
-                    outcome,
-                    elapsed,
-                    prompt_tokens: 0,
-                    completion_tokens: 0,
-                }
-                .emit();
-                Err(failure)
-            }
-        }
-    }
-}
-
-fn classify(error: OpenAIError) -> Failure {
-    match error {
-        OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpFailure>() {
-            Ok(http) => {
-                let reason = format!("HTTP {}: {}", http.status, http.body);
-                let body = http.body.to_ascii_lowercase();
-                match http.status {
-                    429 | 408 => Failure::Transient {
-                        reason,
-                        retry_after: http.retry_after,
-                    },
-                    s if s >= 500 => Failure::Transient {
-                        reason,
-                        retry_after: http.retry_after,
-                    },
-                    400 | 422
-                        if body.contains("response_format")
-                            || body.contains("json_schema")
-                            || body.contains("json_object")
-                            || body.contains("structured") =>
-                    {
-                        Failure::FormatRefused(reason)
-                    }
-                    _ => Failure::Permanent(reason),
-                }
-            }
-            Err(other) => Failure::Transient {
-                reason: other.to_string(),
-                retry_after: None,
-            },
-        },
-        OpenAIError::Reqwest(e) => Failure::Transient {
-            reason: if e.is_timeout() {
-                "timed out".into()
-            } else {
-                e.to_string()
-            },
-            retry_after: None,
-        },
-        // A reply that is not a chat completion: a broken or overloaded server.
-        OpenAIError::JSONDeserialize(e, _) => Failure::Transient {
-            reason: format!("malformed reply: {e}"),
-            retry_after: None,
-        },
-        OpenAIError::ApiError(e) => {
-            let status = e.status_code.as_u16();
-            if status == 429 || status >= 500 {
-                Failure::Transient {
-                    reason: e.to_string(),
-                    retry_after: None,
-                }
-            } else {
-                Failure::Permanent(e.to_string())
-            }
-        }
-        other => Failure::Permanent(other.to_string()),
     }
 }

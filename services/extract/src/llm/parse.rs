@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use hindsight_core::fact::FactType;
+use hindsight_llm::clean;
 use serde_json::Value;
 
 use crate::draft::Draft;
@@ -165,23 +166,6 @@ fn plain(s: &str) -> Option<Draft> {
         occurred_at: None,
         valid_until: None,
     })
-}
-
-/// Trimmed, at most `max` characters, control characters (tab, newline and
-/// carriage return aside) made spaces, as the turn contract has it: a model may
-/// answer `\u0000`, which the `jsonb` archive of extractions cannot hold.
-pub(crate) fn clean(s: &str, max: usize) -> String {
-    let s: String = s
-        .chars()
-        .map(|c| {
-            if c.is_control() && !matches!(c, '\t' | '\n' | '\r') {
-                ' '
-            } else {
-                c
-            }
-        })
-        .collect();
-    s.trim().chars().take(max).collect()
 }
 
 /// A 0–1 score. Models sometimes answer on a 0–10 (or 0–100) scale: such
