@@ -5,13 +5,18 @@
 
 use std::{fmt, net::SocketAddr, path::PathBuf, time::Duration};
 
-use hindsight_core::settings::{EmbedConfig, IndexConfig};
+use hindsight_core::{
+    memory::names,
+    settings::{EmbedConfig, IndexConfig},
+    signal::Signal,
+};
 use hindsight_core::{
     namespace::Namespace,
     zone::{self, Zones},
 };
 
-use crate::{duration, recall::fusion::Method, terms::Matching};
+use crate::recall::fusion::Method;
+use hindsight_text::{duration, terms::Matching};
 
 /// One documented environment variable.
 #[derive(Debug, Clone, Copy)]
@@ -392,7 +397,7 @@ pub struct RecallConfig {
     /// relevance, recency, importance, access.
     pub weights: [f64; 4],
     pub fusion: Method,
-    /// dense, keyword, filter, entity ([`SIGNALS`] order).
+    /// dense, keyword, filter, entity ([`Signal::WEIGHTED`] order).
     pub signal_weights: [f64; 4],
     pub time_boost: f64,
     pub second_hop: f64,
@@ -401,9 +406,6 @@ pub struct RecallConfig {
     pub max_tokens: usize,
     pub index_timeout: Duration,
 }
-
-/// The recall signals whose weights `HINDSIGHT_RECALL_SIGNAL_WEIGHTS` sets, in order.
-pub const SIGNALS: [&str; 4] = ["dense", "keyword", "filter", "entity"];
 
 /// The janitor's schedule and the settings of its policy that deployments tune.
 #[derive(Clone, Debug)]
@@ -728,7 +730,7 @@ impl Config {
             ),
             (
                 "HINDSIGHT_RECALL_SIGNAL_WEIGHTS",
-                SIGNALS
+                Signal::WEIGHTED
                     .iter()
                     .zip(self.recall.signal_weights)
                     .map(|(s, w)| format!("{s}={w}"))
@@ -893,7 +895,7 @@ fn non_negative(v: &str) -> Result<f64, String> {
     }
 }
 
-/// `name=weight` for some of [`SIGNALS`], comma-separated; the others keep their default.
+/// `name=weight` for some of [`Signal::WEIGHTED`], comma-separated; the others keep their default.
 fn signal_weights(v: &str) -> Result<[f64; 4], String> {
     let mut out = [0.0; 4];
     set_signal_weights(default_of("HINDSIGHT_RECALL_SIGNAL_WEIGHTS"), &mut out)?;
@@ -909,14 +911,14 @@ fn set_signal_weights(v: &str, out: &mut [f64; 4]) -> Result<(), String> {
         let (name, weight) = part
             .split_once('=')
             .ok_or_else(|| format!("{part:?}: expected name=weight, e.g. `dense=0.4`"))?;
-        let i = SIGNALS
+        let i = Signal::WEIGHTED
             .iter()
-            .position(|s| *s == name.trim())
+            .position(|s| s.as_str() == name.trim())
             .ok_or_else(|| {
                 format!(
                     "unknown signal {:?}: expected one of {}",
                     name.trim(),
-                    SIGNALS.join(", ")
+                    names(&Signal::WEIGHTED).join(", ")
                 )
             })?;
         out[i] = non_negative(weight.trim()).map_err(|e| format!("{name}: {e}"))?;

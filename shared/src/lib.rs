@@ -6,12 +6,8 @@
 //! see it ([`telemetry`], [`events`], [`ops_http`], [`status`]).
 
 pub mod bus;
-pub mod chitchat;
 pub mod config;
-pub mod dates;
-pub mod dedupe;
 pub mod dlq;
-pub mod duration;
 pub mod events;
 pub mod ops_http;
 pub mod recall;
@@ -24,6 +20,5 @@ pub mod status;
 pub mod store;
 pub mod streams;
 pub mod telemetry;
-pub mod terms;
 
 pub use config::Config;

@@ -8,7 +8,8 @@ use serde::{Deserialize, Deserializer};
 
 use hindsight_core::namespace::Namespace;
 
-use crate::{config::Config, duration};
+use crate::config::Config;
+use hindsight_text::duration;
 
 /// The stream files, in the order they are applied.
 pub const FILES: &[(&str, &str)] = &[

@@ -11,6 +11,7 @@ mod filter_stage;
 mod hostile_input;
 mod janitor;
 mod keyword_channel;
+mod layout;
 mod local_time;
 mod memory_pipeline;
 mod metrics;

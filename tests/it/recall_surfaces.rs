@@ -5,7 +5,7 @@
 use hindsight_core::memory::Status;
 use std::{sync::Arc, time::Duration};
 
-use hindsight_gateway::{api::ApiError, nats};
+use hindsight_gateway::{error::ApiError, remote};
 use hindsight_index::outage::Outage;
 use hindsight_recall::{Include, RecallRequest, RecallResponse};
 use hindsight_tests::{
@@ -167,7 +167,7 @@ async fn no_surface_ever_returns_another_tenants_or_users_memory() {
             !over_http.memories.is_empty(),
             "{ctx}: the user's own memories come back"
         );
-        let over_nats = nats::request(
+        let over_nats = remote::request(
             &d.ctx.bus.client,
             &d.config().namespace,
             &tenants[ti],
@@ -352,7 +352,7 @@ async fn the_memory_api_working_memory_and_conflicts() {
     assert!(explain.iter().all(|c| {
         c.ranks
             .keys()
-            .all(|k| hindsight_recall::SIGNALS.contains(&k.as_str()))
+            .all(|k| hindsight_core::signal::Signal::try_from(k.as_str()).is_ok())
     }));
     assert!(
         explain.iter().any(|c| c.returned
@@ -610,7 +610,7 @@ async fn with_the_index_down_recall_answers_from_keywords_and_says_so() {
         async move {
             let mut req = RecallRequest::new("wang", query);
             req.explain = true;
-            nats::request(&client, &ns, "acme", &req, Duration::from_secs(10))
+            remote::request(&client, &ns, "acme", &req, Duration::from_secs(10))
                 .await
                 .expect("the gateway answers")
                 .expect("recall answers")
@@ -662,7 +662,7 @@ async fn with_the_index_down_recall_answers_from_keywords_and_says_so() {
     assert!(!ask("谁住在朝阳区？").await.degraded);
 
     // Invalid requests say what to change.
-    let bad = nats::request(
+    let bad = remote::request(
         &d.ctx.bus.client,
         &d.config().namespace,
         "acme",

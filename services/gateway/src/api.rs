@@ -7,13 +7,12 @@ use std::time::Duration;
 use async_nats::jetstream;
 use chrono::Utc;
 use hindsight_core::{Namespace, Topic, fact::FactType, memory::Status, turn, zone::Zones};
-use hindsight_recall::{RecallError, RecallRequest, RecallResponse, Recaller, working};
+use hindsight_recall::{RecallRequest, RecallResponse, Recaller};
 use hindsight_screen::{screen, working as writes};
 use hindsight_shared::{
     bus::Bus,
     recall::{brief, memory::RecalledMemory},
     store::{
-        StoreError,
         admin::{MemoryPatch, Overview},
         recall::MemoryRow,
     },
@@ -22,42 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-/// What went wrong, in words a caller (or an agent) can act on.
-#[derive(Debug, thiserror::Error)]
-pub enum ApiError {
-    #[error("{0}")]
-    BadRequest(String),
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
-    Unavailable(String),
-    #[error("{0}")]
-    Internal(String),
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        ApiError::Unavailable(format!("memory store unavailable: {e}"))
-    }
-}
-
-impl From<RecallError> for ApiError {
-    fn from(e: RecallError) -> Self {
-        match e {
-            RecallError::Request(r) => ApiError::BadRequest(r.to_string()),
-            RecallError::Store(s) => s.into(),
-        }
-    }
-}
-
-impl From<working::WorkingError> for ApiError {
-    fn from(e: working::WorkingError) -> Self {
-        match e {
-            working::WorkingError::TooLarge => ApiError::BadRequest(e.to_string()),
-            _ => ApiError::Unavailable(e.to_string()),
-        }
-    }
-}
+use crate::error::ApiError;
 
 /// A memory as `GET /v1/memories/{id}` shows it.
 pub type MemoryView = MemoryRow;
@@ -167,7 +131,7 @@ impl Gateway {
         req.validate()
             .map_err(|e| ApiError::BadRequest(e.to_string()))?;
         if let Some(timeout) = self.remote_recall {
-            match crate::nats::request(&self.bus.client, &self.namespace, tenant, req, timeout)
+            match crate::remote::request(&self.bus.client, &self.namespace, tenant, req, timeout)
                 .await
             {
                 Ok(answer) => return answer,

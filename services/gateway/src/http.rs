@@ -17,7 +17,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::api::{ApiError, Gateway, UpdateRequest};
+use crate::{
+    api::{Gateway, UpdateRequest},
+    error::ApiError,
+};
 
 /// Names the working-memory values a write redacted (`key=kind`, comma-separated).
 const REDACTED: header::HeaderName = header::HeaderName::from_static("hindsight-redacted");

@@ -4,10 +4,12 @@
 //! and the gauges it polls.
 
 pub mod api;
+pub mod error;
 pub mod http;
 pub mod mcp;
 pub mod nats;
 pub mod ops;
+pub mod remote;
 
 use std::{sync::Arc, time::Duration};
 

@@ -25,7 +25,8 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::{
-    api::{ApiError, Gateway, UpdateRequest},
+    api::{Gateway, UpdateRequest},
+    error::ApiError,
     http::Tenant,
 };
 

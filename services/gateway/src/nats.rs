@@ -4,15 +4,13 @@
 //! a NATS account's subject permissions decide who may ask for which tenant.
 //! Replicas share the queue group `gateway`.
 
-use std::time::Duration;
-
 use futures::StreamExt;
 use hindsight_core::{Namespace, ids::is_valid_tenant};
-use hindsight_recall::{RecallRequest, RecallResponse};
+use hindsight_recall::RecallRequest;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{ApiError, Gateway};
+use crate::{api::Gateway, error::ApiError};
 
 /// Serves recall requests until `shutdown`.
 pub async fn serve(
@@ -70,51 +68,5 @@ async fn answer(gateway: &Gateway, ns: &Namespace, subject: &str, payload: &[u8]
 }
 
 fn error_body(e: &ApiError) -> serde_json::Value {
-    let kind = match e {
-        ApiError::BadRequest(_) => "bad_request",
-        ApiError::NotFound(_) => "not_found",
-        ApiError::Unavailable(_) => "unavailable",
-        ApiError::Internal(_) => "internal",
-    };
-    json!({"error": {"kind": kind, "message": e.to_string()}})
-}
-
-/// Asks the running gateway. The outer error means nobody answered (no
-/// responders, timeout); the inner one is the gateway's own answer.
-pub async fn request(
-    client: &async_nats::Client,
-    ns: &Namespace,
-    tenant: &str,
-    req: &RecallRequest,
-    timeout: Duration,
-) -> Result<Result<RecallResponse, ApiError>, String> {
-    let payload = serde_json::to_vec(req).map_err(|e| e.to_string())?;
-    let reply = tokio::time::timeout(
-        timeout,
-        client.request(ns.recall_subject(tenant), payload.into()),
-    )
-    .await
-    .map_err(|_| format!("no recall reply within {} ms", timeout.as_millis()))?
-    .map_err(|e| e.to_string())?;
-    Ok(parse_reply(&reply.payload))
-}
-
-/// A reply as sent by [`serve`].
-pub fn parse_reply(payload: &[u8]) -> Result<RecallResponse, ApiError> {
-    let value: serde_json::Value = serde_json::from_slice(payload)
-        .map_err(|e| ApiError::Internal(format!("unreadable recall reply: {e}")))?;
-    if let Some(err) = value.get("error") {
-        let message = err["message"]
-            .as_str()
-            .unwrap_or("recall failed")
-            .to_string();
-        return Err(match err["kind"].as_str() {
-            Some("bad_request") => ApiError::BadRequest(message),
-            Some("not_found") => ApiError::NotFound(message),
-            Some("unavailable") => ApiError::Unavailable(message),
-            _ => ApiError::Internal(message),
-        });
-    }
-    serde_json::from_value(value)
-        .map_err(|e| ApiError::Internal(format!("unreadable recall reply: {e}")))
+    json!({"error": {"kind": e.kind(), "message": e.to_string()}})
 }

@@ -12,10 +12,8 @@ use hindsight_core::{
     fact::FactType,
     memory::{Kind, Status},
 };
-use hindsight_shared::{
-    dedupe,
-    store::{maintenance::steps::VectorRow, memories::NewMemory},
-};
+use hindsight_shared::store::{maintenance::steps::VectorRow, memories::NewMemory};
+use hindsight_text::statement;
 use uuid::Uuid;
 
 /// Longest summary, in characters; a larger topic becomes several summaries.
@@ -34,7 +32,7 @@ pub struct Summary {
 impl Summary {
     /// Replaces the rules' text with another (an LLM's).
     pub fn rewrite(&mut self, content: String) {
-        self.memory.content_key = dedupe::content_key(&content);
+        self.memory.content_key = statement::content_key(&content);
         self.memory.content = content;
     }
 }
@@ -144,7 +142,7 @@ fn summary(topic: &str, episodes: &[&VectorRow]) -> Summary {
         session_id: same(|r| r.session_id.clone()),
         kind: Kind::Semantic,
         fact_type,
-        content_key: dedupe::content_key(&content),
+        content_key: statement::content_key(&content),
         content,
         entities,
         importance: episodes.iter().map(|r| r.importance).fold(0.0, f32::max),

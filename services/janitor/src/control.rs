@@ -12,8 +12,9 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::{
+    janitor::Janitor,
+    request::{Outcome, RunRequest, Trigger},
     restore::RestoreReport,
-    run::{Janitor, Outcome, RunRequest, Trigger},
 };
 
 /// A run asked for over NATS.

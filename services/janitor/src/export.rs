@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use uuid::Uuid;
 
-use crate::run::JanitorError;
+use crate::request::JanitorError;
 
 pub struct Export {
     path: PathBuf,

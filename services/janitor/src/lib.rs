@@ -1,6 +1,6 @@
 //! The janitor: the weekly maintenance of memory.
 //!
-//! A run ([`run`]) takes every tenant's memories through five steps, in
+//! A run ([`run`], its steps in [`exec`]) takes every tenant's memories through five steps, in
 //! order — decay, merge (cosine ≥ 0.95), archive, consolidate, purge —
 //! deciding with the plain functions of [`policy`], [`similarity`] and
 //! [`consolidate`], reading and writing in chunks through
@@ -11,9 +11,12 @@
 pub mod consolidate;
 pub mod control;
 pub mod counts;
+mod exec;
 mod export;
+pub mod janitor;
 mod metrics;
 pub mod policy;
+pub mod request;
 pub mod restore;
 pub mod run;
 pub mod schedule;
@@ -27,7 +30,8 @@ use hindsight_shared::{
     service::{self, Context, StageTask},
     store::Store,
 };
-pub use run::{Janitor, JanitorError, Outcome, RunReport, RunRequest, Trigger};
+pub use janitor::Janitor;
+pub use request::{JanitorError, Outcome, RunReport, RunRequest, Trigger};
 
 /// The policy of a configuration.
 pub fn policy(config: &Config) -> policy::Policy {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use hindsight_shared::events::MaintenanceRan;
 
-use crate::run::RunReport;
+use crate::request::RunReport;
 
 pub fn run_finished(report: &RunReport) {
     let c = &report.counts.total;

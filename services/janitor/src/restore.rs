@@ -4,7 +4,7 @@ use hindsight_shared::store::maintenance::restore::Restored;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::run::{Janitor, JanitorError};
+use crate::{janitor::Janitor, request::JanitorError};
 
 /// What a restore did.
 #[derive(Debug, Clone, Serialize, Deserialize)]

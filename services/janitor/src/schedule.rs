@@ -8,7 +8,10 @@ use croner::{Cron, parser::CronParser};
 use tokio_cron_scheduler::{Job, JobScheduler};
 use tokio_util::sync::CancellationToken;
 
-use crate::run::{Janitor, Outcome, RunRequest, Trigger};
+use crate::{
+    janitor::Janitor,
+    request::{Outcome, RunRequest, Trigger},
+};
 
 /// A parsed schedule.
 #[derive(Clone)]

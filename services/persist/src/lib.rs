@@ -8,7 +8,7 @@
 //! provenance, audit); then the index. If the index is down the rows stay
 //! `pending` and the [reconciler](reconcile) indexes them when it returns.
 
-pub use hindsight_shared::dedupe;
+pub mod dedupe;
 pub mod reconcile;
 mod stage;
 

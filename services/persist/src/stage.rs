@@ -17,6 +17,7 @@ use hindsight_shared::{
         turns,
     },
 };
+use hindsight_text::statement;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -69,7 +70,7 @@ fn new_memory(e: &EmbeddedFact, id: Uuid) -> NewMemory {
         },
         fact_type: f.fact_type,
         content: f.content.clone(),
-        content_key: dedupe::content_key(&f.content),
+        content_key: statement::content_key(&f.content),
         entities: f.entities.clone(),
         importance: f.importance.clamp(0.0, 1.0),
         confidence: f.confidence.clamp(0.0, 1.0),
@@ -117,7 +118,7 @@ impl PersistStage {
         // index holds it, so whatever this read misses, the search finds.
         let keys: Vec<String> = facts
             .iter()
-            .map(|f| dedupe::content_key(&f.fact.content))
+            .map(|f| statement::content_key(&f.fact.content))
             .collect();
         let mut candidates: Vec<Candidate> = memories::candidates(
             &mut tx,
@@ -225,7 +226,7 @@ impl PersistStage {
                     content,
                     take_vector,
                 } => {
-                    let new_key = dedupe::content_key(&content);
+                    let new_key = statement::content_key(&content);
                     let vector = take_vector.then_some(e.vector.as_slice());
                     let survivor = candidates.iter().find(|c| c.id == into);
                     let context = survivor

@@ -16,6 +16,7 @@ pub mod ids;
 pub mod memory;
 pub mod namespace;
 pub mod settings;
+pub mod signal;
 pub mod stage;
 pub mod turn;
 pub mod zone;

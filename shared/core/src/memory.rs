@@ -128,7 +128,12 @@ macro_rules! closed_set {
     )*};
 }
 
-closed_set!(Status => "status", Kind => "kind", crate::fact::FactType => "fact type");
+closed_set!(
+    Status => "status",
+    Kind => "kind",
+    crate::fact::FactType => "fact type",
+    crate::signal::Signal => "signal",
+);
 
 #[cfg(test)]
 mod tests {

@@ -4,16 +4,17 @@
 //! and the pure scoring, conflict and budget logic of
 //! [`hindsight_shared::recall`] shapes the answer.
 
+mod channels;
 mod engine;
+mod recaller;
 mod request;
+mod scoring;
 mod timings;
 pub mod working;
 pub mod working_expiry;
 
-pub use engine::{RecallError, Recaller};
-pub use request::{
-    ExplainedCandidate, Include, RecallRequest, RecallResponse, RequestError, SIGNALS,
-};
+pub use recaller::{RecallError, Recaller};
+pub use request::{ExplainedCandidate, Include, RecallRequest, RecallResponse, RequestError};
 pub use timings::Timings;
 pub use working::WorkingMemory;
 pub use working_expiry::{ExpiryError, expired_keys};

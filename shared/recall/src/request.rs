@@ -5,14 +5,14 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use hindsight_core::{fact::FactType, memory::Status};
+use hindsight_core::{
+    fact::FactType,
+    memory::{Status, VariantArray},
+    signal::Signal,
+};
 use hindsight_shared::recall::{fusion::Parts, memory::RecalledMemory};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
-
-/// The signals recall fuses, in the order their ranks are reported: the
-/// four of `HINDSIGHT_RECALL_SIGNAL_WEIGHTS`, then the second hop.
-pub const SIGNALS: [&str; 5] = ["dense", "keyword", "filter", "entity", "second_hop"];
 
 /// The longest query recall accepts, in characters.
 pub const MAX_QUERY_CHARS: usize = 4_000;
@@ -176,7 +176,7 @@ pub struct RequestError(pub String);
 pub struct ExplainedCandidate {
     pub id: Uuid,
     pub content: String,
-    /// 1-based rank per signal ([`SIGNALS`]); absent when the signal gave it nothing.
+    /// 1-based rank per signal ([`Signal`]); absent when the signal gave it nothing.
     pub ranks: BTreeMap<String, usize>,
     /// The fused signals (0–1), before the time boost.
     pub fused: f64,
@@ -196,7 +196,7 @@ impl ExplainedCandidate {
         Self {
             id,
             content,
-            ranks: SIGNALS
+            ranks: Signal::VARIANTS
                 .iter()
                 .zip(ranks)
                 .filter_map(|(c, r)| r.map(|r| (c.to_string(), r)))

@@ -13,7 +13,7 @@ pub mod secrets;
 pub mod working;
 
 use hindsight_core::turn::{Source, Turn};
-use hindsight_shared::chitchat;
+use hindsight_text::chitchat;
 
 /// Whether the turn goes on to extraction.
 #[derive(Debug, Clone, PartialEq, Eq)]

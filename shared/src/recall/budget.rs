@@ -1,7 +1,7 @@
 //! Cutting the ranked memories to a token budget, with a dynamic k.
 
 use super::memory::RecalledMemory;
-use crate::terms;
+use hindsight_text::terms;
 
 /// Tokens a brief line costs besides its content (bullet, date, confidence).
 const LINE_OVERHEAD_TOKENS: usize = 12;

@@ -6,7 +6,7 @@
 use uuid::Uuid;
 
 use super::memory::RecalledMemory;
-use crate::dedupe::Statement;
+use hindsight_text::statement::Statement;
 
 /// Marks every pair of the answer that conflicts: one superseded the other
 /// (`superseded_by` gives, per memory, the memory that replaced it), or both

@@ -73,7 +73,7 @@ impl Default for Weights {
 /// One signal's values for the candidates it can score (higher is better;
 /// absent or ≤ 0 means "no evidence"), and its weight.
 #[derive(Debug, Clone, Default)]
-pub struct Signal {
+pub struct Ranked {
     pub weight: f64,
     pub values: HashMap<Uuid, f64>,
 }
@@ -88,7 +88,7 @@ pub struct Fused {
 }
 
 /// Each signal's ranking of its candidates, best first (ties by id).
-fn ranks(signal: &Signal) -> HashMap<Uuid, usize> {
+fn ranks(signal: &Ranked) -> HashMap<Uuid, usize> {
     let mut scored: Vec<(Uuid, f64)> = signal
         .values
         .iter()
@@ -105,7 +105,7 @@ fn ranks(signal: &Signal) -> HashMap<Uuid, usize> {
 
 /// Fuses the signals over `candidates`, best first; ties go to the better
 /// single rank, then to the id, so the order is stable.
-pub fn fuse(candidates: &[Uuid], signals: &[Signal], method: Method) -> Vec<Fused> {
+pub fn fuse(candidates: &[Uuid], signals: &[Ranked], method: Method) -> Vec<Fused> {
     let ranked: Vec<HashMap<Uuid, usize>> = signals.iter().map(ranks).collect();
     let answering: Vec<bool> = ranked.iter().map(|r| !r.is_empty()).collect();
     let best: Vec<f64> = signals
@@ -207,8 +207,8 @@ mod tests {
         Uuid::from_u128(n)
     }
 
-    fn signal(weight: f64, values: &[(u128, f64)]) -> Signal {
-        Signal {
+    fn signal(weight: f64, values: &[(u128, f64)]) -> Ranked {
+        Ranked {
             weight,
             values: values.iter().map(|(i, v)| (id(*i), *v)).collect(),
         }

@@ -1,13 +1,13 @@
 //! What the user said outranks what a tool or a document said about the same
 //! thing. A poisoning turn the screen missed most often comes from content
 //! the agent fetched; where such a memory and one the user stated give the
-//! same attribute (the same frame, in the words of [`crate::dedupe`]), the
+//! same attribute (the same frame, in the words of [`hindsight_text::statement`]), the
 //! user's comes first whatever the scores (the same frame: most content
 //! words shared, or a few words differing with the value among them). Both stay in the answer, flagged
 //! as conflicting when they disagree.
 
 use super::memory::RecalledMemory;
-use crate::dedupe::Statement;
+use hindsight_text::statement::Statement;
 
 /// Whether a memory came from content rather than from a person.
 pub fn from_content(m: &RecalledMemory) -> bool {

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 use regex::{Captures, Regex};
 
-use crate::dates::{self, MONTHS, Span};
+use hindsight_text::dates::{self, MONTHS, Span};
 
 /// A period a query names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

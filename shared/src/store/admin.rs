@@ -16,7 +16,7 @@ use super::{
 };
 use hindsight_core::{fact::FactType, memory::Status, turn::TurnContext};
 
-use crate::dedupe;
+use hindsight_text::statement;
 
 /// A change to one memory; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
@@ -121,7 +121,7 @@ impl Store {
         .bind(tenant)
         .bind(id)
         .bind(new_content)
-        .bind(new_content.map(dedupe::content_key))
+        .bind(new_content.map(statement::content_key))
         .bind(new_content.map(|c| search_terms(c, &entities, context.as_ref().map(|j| &j.0))))
         .bind(embedding)
         .bind(patch.importance)

@@ -1,5 +1,5 @@
 //! The keyword channel of recall: BM25 over the memories' stored search terms
-//! (`memories.terms`, made by [`crate::terms`]), in Postgres so that it answers
+//! (`memories.terms`, made by [`hindsight_text::terms`]), in Postgres so that it answers
 //! when the vector index does not.
 //!
 //! Terms are stored once per memory, so every term frequency is 1 and BM25
@@ -20,7 +20,7 @@ use hindsight_core::memory::{Status, names};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
-use crate::terms;
+use hindsight_text::terms;
 
 /// How many memories the channel scores at most (see the module doc).
 pub const CANDIDATE_BUDGET: i64 = 2_000;

@@ -14,7 +14,7 @@ use hindsight_core::{
     turn::TurnContext,
 };
 
-use crate::terms;
+use hindsight_text::terms;
 
 /// The `terms_version` that [`search_terms`] makes (see migration 0006).
 pub const TERMS_VERSION: i16 = 2;

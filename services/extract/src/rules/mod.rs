@@ -4,12 +4,12 @@
 //! cut into clauses, in the third person, with absolute dates.
 
 pub mod classify;
-pub use hindsight_shared::dates;
+pub use hindsight_text::dates;
 pub mod pronouns;
 pub mod sentences;
 
 use hindsight_core::{fact::FactType, turn::KeptTurn};
-use hindsight_shared::chitchat;
+use hindsight_text::chitchat;
 
 use crate::draft::Draft;
 

@@ -8,19 +8,20 @@ use std::{
     time::Instant,
 };
 
+use hindsight_core::signal::Signal;
 use hindsight_recall::{RecallRequest, Recaller};
 use hindsight_shared::{
     Config,
-    config::{RecallConfig, SIGNALS},
+    config::RecallConfig,
     recall::fusion::Method,
     sandbox::Sandbox,
     service::{self, Context},
-    terms::Matching,
 };
+use hindsight_text::terms::Matching;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::bench::{percentile, publish_all, until};
+use super::bench::support::{percentile, publish_all, until};
 use crate::{locomo, stages};
 
 /// Recall@5, recall@10 and words@10 over a set of questions.
@@ -82,7 +83,11 @@ impl Settings {
         Self {
             fact_context,
             fusion: recall.fusion.as_str(),
-            signal_weights: SIGNALS.iter().copied().zip(recall.signal_weights).collect(),
+            signal_weights: Signal::WEIGHTED
+                .iter()
+                .map(|s| s.as_str())
+                .zip(recall.signal_weights)
+                .collect(),
             score_weights: recall.weights,
             time_boost: recall.time_boost,
             second_hop: recall.second_hop,

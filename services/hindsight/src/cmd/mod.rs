@@ -1,6 +1,4 @@
 pub mod bench;
-pub mod bench_janitor;
-pub mod bench_recall;
 pub mod dlq;
 pub mod eval;
 pub mod locomo_eval;

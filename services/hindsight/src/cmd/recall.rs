@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long)]
     explain: bool,
     /// How long to wait for the gateway.
-    #[arg(long, default_value = "10s", value_parser = hindsight_shared::duration::parse)]
+    #[arg(long, default_value = "10s", value_parser = hindsight_text::duration::parse)]
     timeout: Duration,
     /// What to recall.
     query: String,
@@ -61,7 +61,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .map(|s| Include::parse(s))
         .collect::<Result<_, _>>()?;
     req.validate()?;
-    let answer = hindsight_gateway::nats::request(
+    let answer = hindsight_gateway::remote::request(
         &bus.client,
         &config.namespace,
         &args.tenant,

@@ -20,11 +20,12 @@ use hindsight_core::{
 };
 use hindsight_index::{Collection, Payload, Point, VectorIndex};
 use hindsight_recall::{RecallRequest, Timings};
-use hindsight_shared::{dedupe, service::Context, store::memories};
+use hindsight_shared::{service::Context, store::memories};
+use hindsight_text::statement;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::bench::{Rng, percentile, sandboxed};
+use super::support::{Rng, percentile, sandboxed};
 
 const TENANT: &str = "bench";
 const USER: &str = "heavy";
@@ -259,7 +260,7 @@ async fn insert(
     let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
     let users: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
     let contents: Vec<String> = rows.iter().map(|r| r.2.clone()).collect();
-    let keys: Vec<String> = contents.iter().map(|c| dedupe::content_key(c)).collect();
+    let keys: Vec<String> = contents.iter().map(|c| statement::content_key(c)).collect();
     let importance: Vec<f32> = rows.iter().map(|r| r.4).collect();
     // Postgres cannot unnest a ragged array of terms: pass them joined.
     let terms: Vec<String> = contents
