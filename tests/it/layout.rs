@@ -69,7 +69,7 @@ fn module_of(src: &Path, file: &Path) -> Vec<String> {
 
 /// The paths a file names: `crate::…`, `super::…`, `self::…`, with the
 /// items of `use` groups (`use crate::{a::b, c}`) spelled out.
-fn named_paths(text: &str) -> Vec<(String, Vec<String>)> {
+fn named_paths(text: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     // Comments name paths too, in docs: only code counts.
     let code: String = text
@@ -95,7 +95,7 @@ fn named_paths(text: &str) -> Vec<(String, Vec<String>)> {
             for path in expand(rest) {
                 let mut full = supers.clone();
                 full.extend(path);
-                out.push((anchor.to_string(), full));
+                out.push(full);
             }
         }
     }
@@ -203,7 +203,7 @@ fn sibling_edges(src: &Path) -> BTreeSet<(Vec<String>, String, String)> {
         let text = std::fs::read_to_string(file).expect("a source file");
         // Unit tests name their parent (`use super::*`): not a dependency of the code.
         let text = text.split("#[cfg(test)]").next().unwrap_or_default();
-        for (_, path) in named_paths(text) {
+        for path in named_paths(text) {
             let Some(to) = resolve(&from, &path, &modules) else {
                 continue;
             };
@@ -290,7 +290,7 @@ fn no_module_imports_a_module_that_imports_it_back() {
 #[test]
 fn the_circle_finder_sees_a_circle_through_super() {
     let text = "use super::bench::{Rng, percentile};\nfn f() { crate::cmd::x::y(); }";
-    let paths: Vec<Vec<String>> = named_paths(text).into_iter().map(|(_, p)| p).collect();
+    let paths = named_paths(text);
     assert!(paths.contains(&vec!["super".into(), "bench".into(), "Rng".into()]));
     assert!(paths.contains(&vec!["crate".into(), "cmd".into(), "x".into(), "y".into()]));
     let edges: BTreeMap<String, BTreeSet<String>> = [

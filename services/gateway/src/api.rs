@@ -219,9 +219,11 @@ impl Gateway {
         if req.confidence.is_some_and(|v| !(0.0..=1.0).contains(&v)) {
             return bad("confidence must be between 0 and 1");
         }
-        if let Some(Err(e)) = req.fact_type.as_deref().map(FactType::try_from) {
-            return bad(&format!("fact_type: {e}"));
-        }
+        let fact_type = match req.fact_type.as_deref().map(FactType::try_from) {
+            None => None,
+            Some(Ok(t)) => Some(t),
+            Some(Err(e)) => return bad(&format!("fact_type: {e}")),
+        };
         let status = match req.status.as_deref().map(Status::try_from) {
             None => None,
             Some(Ok(s @ (Status::Active | Status::Archived))) => Some(s),
@@ -231,10 +233,6 @@ impl Gateway {
                 );
             }
         };
-        let fact_type = req
-            .fact_type
-            .as_deref()
-            .and_then(|t| FactType::try_from(t).ok());
         let content = match &req.content {
             None => None,
             Some(c) if c.trim().is_empty() => return bad("content cannot be empty"),
