@@ -10,7 +10,6 @@ pub mod config;
 pub mod dlq;
 pub mod events;
 pub mod ops_http;
-pub mod recall;
 pub mod retry;
 pub mod runner;
 pub mod sandbox;

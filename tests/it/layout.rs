@@ -1,6 +1,6 @@
 //! The shape of the code, checked: no import circles between the modules of a
-//! crate, and dependencies between the workspace's crates that run one way
-//! (no library depends on a service).
+//! crate, dependencies between the workspace's crates that run one way (no
+//! library depends on a service), and no source file over [`MAX_LINES`].
 //!
 //! Modules are read from the source tree: a file is a module (`mod.rs` is its
 //! folder's), and every path it names (`crate::a::b`, `super::c`, `self::d`)
@@ -13,6 +13,10 @@ use std::{
     collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
 };
+
+/// The longest a source file may grow: past it, it does several things, and
+/// is split by what they are.
+const MAX_LINES: usize = 600;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -40,11 +44,14 @@ fn crate_sources() -> Vec<PathBuf> {
     out
 }
 
+/// Every `.rs` file under `dir`, build output (`target/`) aside.
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("a source folder") {
         let path = entry.expect("an entry").path();
         if path.is_dir() {
-            rust_files(&path, out);
+            if path.file_name().is_some_and(|n| n != "target") {
+                rust_files(&path, out);
+            }
         } else if path.extension().is_some_and(|e| e == "rs") {
             out.push(path);
         }
@@ -360,4 +367,28 @@ fn libraries_never_depend_on_services_and_services_not_on_each_other() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn no_source_file_is_over_600_lines() {
+    let mut files = Vec::new();
+    for group in ["shared", "services", "tests", "fuzz"] {
+        rust_files(&root().join(group), &mut files);
+    }
+    assert!(files.len() > 100, "found only {} files", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f)
+                .expect("a source file")
+                .lines()
+                .count();
+            (lines > MAX_LINES).then(|| format!("{} ({lines} lines)", f.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "split these by what they do:\n{}",
+        long.join("\n")
+    );
 }

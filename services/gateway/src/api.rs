@@ -7,11 +7,13 @@ use std::time::Duration;
 use async_nats::jetstream;
 use chrono::Utc;
 use hindsight_core::{Namespace, Topic, fact::FactType, memory::Status, turn, zone::Zones};
-use hindsight_recall::{RecallRequest, RecallResponse, Recaller};
+use hindsight_recall::{
+    RecallRequest, RecallResponse, Recaller,
+    rank::{brief, budget::MAX_K, memory::RecalledMemory},
+};
 use hindsight_screen::{screen, working as writes};
 use hindsight_shared::{
     bus::Bus,
-    recall::{brief, memory::RecalledMemory},
     store::{
         admin::{MemoryPatch, Overview},
         recall::MemoryRow,
@@ -341,7 +343,7 @@ impl Gateway {
                 "summarize needs a session_id or a time range (from/to)".into(),
             ));
         }
-        req.top_k = req.top_k.or(Some(hindsight_shared::recall::budget::MAX_K));
+        req.top_k = req.top_k.or(Some(MAX_K));
         let answer = self.recall(tenant, &req).await?;
         Ok(Summary {
             brief: self.brief(tenant, &answer.memories),

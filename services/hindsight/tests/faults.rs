@@ -32,7 +32,7 @@
 #[allow(dead_code)]
 mod locomo;
 
-#[path = "faults/harness.rs"]
+#[path = "faults/harness/mod.rs"]
 mod harness;
 
 use std::{
@@ -45,8 +45,8 @@ use std::{
 };
 
 use harness::{
-    Pipeline, Rng, STAGES, Turns, drained, local_servers, mean_max, memories, pending_index,
-    publish, restart_postgres, start_nats, stop_nats, subject, turns, verify,
+    Pipeline, Rng, STAGES, Turns, consumers, drained, local_servers, mean_max, memories,
+    pending_index, publish, restart_postgres, start_nats, stop_nats, subject, turns, verify,
 };
 use hindsight_tests::{
     Deployment,
@@ -84,11 +84,24 @@ async fn finish(
     mut p: Pipeline,
 ) -> (harness::Counts, Option<Duration>, Vec<harness::Exit>) {
     let drain = drained(d, turns, &mut p, DRAIN).await;
+    // Read while the processes still run: what a stuck pipeline was doing.
+    let stuck = match drain {
+        Some(_) => None,
+        None => {
+            let logs: Vec<String> = STAGES
+                .iter()
+                .map(|s| format!("--- {s} log ends:\n{}", p.log_tail(s)))
+                .collect();
+            Some(format!("{}\n{}", consumers(d).await, logs.join("\n")))
+        }
+    };
     let exits = p.exits.clone();
     let unclean = p.stop().await;
     let (counts, mut bad) = verify(d, turns).await;
-    if drain.is_none() {
-        bad.push(format!("the pipeline did not drain within {DRAIN:?}"));
+    if let Some(stuck) = stuck {
+        bad.push(format!(
+            "the pipeline did not drain within {DRAIN:?}; consumers: {stuck}"
+        ));
     }
     for u in unclean {
         bad.push(format!("not stopped cleanly: {u}"));
@@ -167,6 +180,8 @@ async fn kill_9_of_random_stage_processes_during_a_10000_turn_ingest() {
                 .map(|t| t.as_nanos() as u64 | 1)
                 .unwrap_or(0x9e37_79b9_7f4a_7c15)
         });
+    // Printed now, so that a failure's output names the schedule to replay.
+    eprintln!("faults kill-9: seed {seed} (FAULTS_SEED replays it)");
     let mut rng = Rng(seed);
     let started = Instant::now();
     let publisher = start_publishing(&d, &turns, 250.0);

@@ -48,3 +48,30 @@ impl Signal {
         self.into()
     }
 }
+
+/// How recall fuses the signals into one relevance (`HINDSIGHT_RECALL_FUSION`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fusion {
+    /// Each signal over its best value among the candidates, weighted.
+    #[default]
+    Score,
+    /// Reciprocal rank fusion: ranks only, weighted.
+    Rrf,
+}
+
+impl Fusion {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "score" => Some(Fusion::Score),
+            "rrf" => Some(Fusion::Rrf),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fusion::Score => "score",
+            Fusion::Rrf => "rrf",
+        }
+    }
+}

@@ -8,15 +8,13 @@ use std::{
 
 use hindsight_core::memory::Status;
 use hindsight_index::{Collection, Hit, Scope};
-use hindsight_shared::{
-    recall::{fusion::Fused, second_hop},
-    store::{
-        StoreError,
-        recall::{Filters, RecallRow},
-    },
+use hindsight_shared::store::{
+    StoreError,
+    recall::{Filters, RecallRow},
 };
 use uuid::Uuid;
 
+use crate::rank::{fusion::Fused, second_hop};
 use crate::recaller::{CHANNEL_DEPTH, Recaller, SECOND_HOP_SEEDS};
 use crate::request::RecallRequest;
 

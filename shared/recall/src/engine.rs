@@ -6,17 +6,13 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use hindsight_shared::{
     events,
-    recall::{
-        budget, conflicts, diversity, entities,
-        fusion::{self},
-        sources, when,
-    },
     store::{keyword::KeywordQuery, recall::Filters},
 };
 use uuid::Uuid;
 
 use crate::{
     Timings,
+    rank::{budget, conflicts, diversity, entities, fusion, sources, when},
     request::{ExplainedCandidate, RecallRequest, RecallResponse},
 };
 use crate::{

@@ -1,11 +1,12 @@
 //! Recall, as every surface answers it: a [`RecallRequest`] in, a
 //! [`RecallResponse`] out, through [`Recaller`]. The channels (dense, keyword,
-//! structured filters, entities) run concurrently; their rankings fuse by RRF
-//! and the pure scoring, conflict and budget logic of
-//! [`hindsight_shared::recall`] shapes the answer.
+//! structured filters, entities) run concurrently; their rankings fuse
+//! ([`rank::fusion`]) and the pure scoring, conflict and budget logic of
+//! [`rank`] shapes the answer.
 
 mod channels;
 mod engine;
+pub mod rank;
 mod recaller;
 mod request;
 mod scoring;

@@ -9,11 +9,10 @@ use hindsight_embedder::Embedder;
 use hindsight_index::VectorIndex;
 use hindsight_shared::{
     config::RecallConfig,
-    recall::fusion::Weights,
     store::{Store, StoreError},
 };
 
-use crate::{request::RequestError, working::WorkingMemory};
+use crate::{rank::fusion::Weights, request::RequestError, working::WorkingMemory};
 
 /// How many candidates each channel proposes.
 pub const CHANNEL_DEPTH: usize = 50;

@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 
+use crate::rank::{fusion::Parts, memory::RecalledMemory};
 use chrono::{DateTime, Utc};
 use hindsight_core::{
     fact::FactType,
     memory::{Status, VariantArray},
     signal::Signal,
 };
-use hindsight_shared::recall::{fusion::Parts, memory::RecalledMemory};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -118,11 +118,11 @@ impl RecallRequest {
             );
         }
         if let Some(k) = self.top_k
-            && !(1..=hindsight_shared::recall::budget::MAX_K).contains(&k)
+            && !(1..=crate::rank::budget::MAX_K).contains(&k)
         {
             return fail(format!(
                 "top_k must be between 1 and {}",
-                hindsight_shared::recall::budget::MAX_K
+                crate::rank::budget::MAX_K
             ));
         }
         if let Some(t) = self.max_tokens

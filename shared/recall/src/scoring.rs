@@ -7,10 +7,6 @@ use hindsight_core::embedding::cosine;
 use hindsight_index::Hit;
 use hindsight_shared::{
     config::RecallConfig,
-    recall::{
-        fusion::{self, Fused, Ranked},
-        memory::{self, RecalledMemory},
-    },
     store::{
         keyword::KeywordScorer,
         recall::{MemoryRow, RecallRow},
@@ -18,7 +14,13 @@ use hindsight_shared::{
 };
 use uuid::Uuid;
 
-use crate::channels::Dense;
+use crate::{
+    channels::Dense,
+    rank::{
+        fusion::{self, Fused, Ranked},
+        memory::{self, RecalledMemory},
+    },
+};
 
 /// Scores every candidate by every signal, whichever channel proposed it.
 pub(crate) struct Scoring<'a> {

@@ -8,12 +8,11 @@ use std::{
     time::Instant,
 };
 
-use hindsight_core::signal::Signal;
+use hindsight_core::signal::{Fusion, Signal};
 use hindsight_recall::{RecallRequest, Recaller};
 use hindsight_shared::{
     Config,
     config::RecallConfig,
-    recall::fusion::Method,
     sandbox::Sandbox,
     service::{self, Context},
 };
@@ -155,7 +154,7 @@ struct Switch {
 const SWITCHES: &[Switch] = &[
     Switch {
         name: "fusion by RRF instead of by score",
-        change: |c, _| c.fusion = Method::Rrf,
+        change: |c, _| c.fusion = Fusion::Rrf,
     },
     Switch {
         name: "signal weights all equal",
@@ -200,7 +199,7 @@ const SWITCHES: &[Switch] = &[
     Switch {
         name: "recall as before this work (RRF, 0.5/0.2/0.2/0.1, words, no time boost, no second hop)",
         change: |c, _| {
-            c.fusion = Method::Rrf;
+            c.fusion = Fusion::Rrf;
             c.signal_weights = [1.0; 4];
             c.weights = [0.5, 0.2, 0.2, 0.1];
             c.matching = Matching::Words;

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use hindsight_recall::rank::brief;
 use hindsight_recall::{Include, RecallRequest};
-use hindsight_shared::recall::brief;
 
 #[derive(clap::Args)]
 #[command(

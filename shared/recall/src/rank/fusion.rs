@@ -4,7 +4,7 @@
 //! The channels (dense, keyword, structured filter, entity) propose
 //! candidates; every candidate is then scored by every signal, so a memory one
 //! channel found is not penalised for falling just outside another channel's
-//! depth. Two ways to fuse, [`Method`]:
+//! depth. Two ways to fuse, [`Fusion`]:
 //!
 //! - **Score** (the default): each signal divided by its best value among the
 //!   candidates, weighted, summed, divided by the weights of the signals that
@@ -18,35 +18,11 @@
 
 use std::collections::HashMap;
 
+use hindsight_core::signal::Fusion;
 use uuid::Uuid;
 
 /// RRF's k: how much a first rank counts over lower ones (60, as in the literature).
 pub const RRF_K: f64 = 60.0;
-
-/// How the signals are combined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Method {
-    #[default]
-    Score,
-    Rrf,
-}
-
-impl Method {
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.trim() {
-            "score" => Some(Method::Score),
-            "rrf" => Some(Method::Rrf),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Score => "score",
-            Method::Rrf => "rrf",
-        }
-    }
-}
 
 /// The weights of the final score and the recency half-life.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -105,7 +81,7 @@ fn ranks(signal: &Ranked) -> HashMap<Uuid, usize> {
 
 /// Fuses the signals over `candidates`, best first; ties go to the better
 /// single rank, then to the id, so the order is stable.
-pub fn fuse(candidates: &[Uuid], signals: &[Ranked], method: Method) -> Vec<Fused> {
+pub fn fuse(candidates: &[Uuid], signals: &[Ranked], fusion: Fusion) -> Vec<Fused> {
     let ranked: Vec<HashMap<Uuid, usize>> = signals.iter().map(ranks).collect();
     let answering: Vec<bool> = ranked.iter().map(|r| !r.is_empty()).collect();
     let best: Vec<f64> = signals
@@ -127,12 +103,12 @@ pub fn fuse(candidates: &[Uuid], signals: &[Ranked], method: Method) -> Vec<Fuse
             let mut sum = 0.0;
             for (s, signal) in signals.iter().enumerate() {
                 let w = signal.weight.max(0.0);
-                sum += match (method, ranks[s]) {
+                sum += match (fusion, ranks[s]) {
                     (_, None) => 0.0,
-                    (Method::Score, Some(_)) => {
+                    (Fusion::Score, Some(_)) => {
                         w * signal.values.get(id).copied().unwrap_or(0.0) / best[s]
                     }
-                    (Method::Rrf, Some(r)) => w * (RRF_K + 1.0) / (RRF_K + r as f64),
+                    (Fusion::Rrf, Some(r)) => w * (RRF_K + 1.0) / (RRF_K + r as f64),
                 };
             }
             Fused {
@@ -231,10 +207,10 @@ mod tests {
         let by_score = fuse(
             &candidates,
             &[dense.clone(), keyword.clone()],
-            Method::Score,
+            Fusion::Score,
         );
         assert_eq!(order(&by_score), [id(1), id(2), id(3), id(4), id(5)]);
-        let by_rrf = fuse(&candidates, &[dense, keyword], Method::Rrf);
+        let by_rrf = fuse(&candidates, &[dense, keyword], Fusion::Rrf);
         let position = |fused: &[Fused], n| fused.iter().position(|f| f.id == id(n));
         assert!(
             position(&by_rrf, 1) > position(&by_rrf, 2),
@@ -247,12 +223,12 @@ mod tests {
         let dense = |w| signal(w, &[(1, 1.0), (2, 0.5)]);
         let keyword = |w| signal(w, &[(1, 1.0), (2, 4.0)]);
         let candidates = [id(1), id(2)];
-        let dense_heavy = fuse(&candidates, &[dense(0.9), keyword(0.1)], Method::Score);
+        let dense_heavy = fuse(&candidates, &[dense(0.9), keyword(0.1)], Fusion::Score);
         assert_eq!(dense_heavy[0].id, id(1));
-        let keyword_heavy = fuse(&candidates, &[dense(0.1), keyword(0.9)], Method::Score);
+        let keyword_heavy = fuse(&candidates, &[dense(0.1), keyword(0.9)], Fusion::Score);
         assert_eq!(keyword_heavy[0].id, id(2));
         // A signal with weight 0 changes nothing.
-        let off = fuse(&candidates, &[dense(1.0), keyword(0.0)], Method::Score);
+        let off = fuse(&candidates, &[dense(1.0), keyword(0.0)], Fusion::Score);
         assert_eq!(off[0].id, id(1));
         assert!((off[0].relevance - 1.0).abs() < 1e-12);
     }
@@ -261,11 +237,11 @@ mod tests {
     fn relevance_is_one_for_the_best_on_every_answering_signal() {
         let dense = signal(0.5, &[(1, 0.8), (2, 0.4)]);
         let silent = signal(0.5, &[]);
-        let fused = fuse(&[id(1), id(2)], &[dense, silent], Method::Score);
+        let fused = fuse(&[id(1), id(2)], &[dense, silent], Fusion::Score);
         assert!((fused[0].relevance - 1.0).abs() < 1e-12, "{fused:?}");
         assert!((fused[1].relevance - 0.5).abs() < 1e-12);
         assert_eq!(fused[0].ranks, vec![Some(1), None]);
-        let rrf = fuse(&[id(1)], &[signal(1.0, &[(1, 3.0)])], Method::Rrf);
+        let rrf = fuse(&[id(1)], &[signal(1.0, &[(1, 3.0)])], Fusion::Rrf);
         assert!((rrf[0].relevance - 1.0).abs() < 1e-12);
     }
 
@@ -274,11 +250,11 @@ mod tests {
         let fused = fuse(
             &[id(3), id(1), id(1)],
             &[signal(1.0, &[(1, 2.0)])],
-            Method::Score,
+            Fusion::Score,
         );
         assert_eq!(order(&fused), [id(1), id(3)]);
         assert_eq!(fused[1].relevance, 0.0);
-        assert!(fuse(&[], &[signal(1.0, &[])], Method::Rrf).is_empty());
+        assert!(fuse(&[], &[signal(1.0, &[])], Fusion::Rrf).is_empty());
     }
 
     #[test]

@@ -99,7 +99,7 @@ mod tests {
                     .single()
                     .expect("date"),
             ),
-            ..crate::recall::memory::sample(content)
+            ..crate::rank::memory::sample(content)
         }
     }
 

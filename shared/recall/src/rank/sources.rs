@@ -52,7 +52,7 @@ mod tests {
         RecalledMemory {
             source: Some(source.into()),
             score,
-            ..crate::recall::memory::sample(content)
+            ..crate::rank::memory::sample(content)
         }
     }
 

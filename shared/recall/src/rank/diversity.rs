@@ -36,7 +36,7 @@ mod tests {
     fn memory(content: &str, turns: &[&str]) -> RecalledMemory {
         RecalledMemory {
             provenance: turns.iter().map(|t| t.to_string()).collect(),
-            ..crate::recall::memory::sample(content)
+            ..crate::rank::memory::sample(content)
         }
     }
 

@@ -62,7 +62,7 @@ mod tests {
     fn memory(content: &str, score: f64) -> RecalledMemory {
         RecalledMemory {
             score,
-            ..crate::recall::memory::sample(content)
+            ..crate::rank::memory::sample(content)
         }
     }
 

@@ -56,7 +56,7 @@ mod tests {
         RecalledMemory {
             fact_type: FactType::Preference,
             status,
-            ..crate::recall::memory::sample(content)
+            ..crate::rank::memory::sample(content)
         }
     }
 

@@ -1,0 +1,104 @@
+//! Waiting for the pipeline to drain.
+
+use super::*;
+
+/// Messages pending or unacknowledged on the stages' consumers (None while
+/// JetStream does not answer).
+async fn backlog(d: &Deployment) -> Option<u64> {
+    let mut total = 0;
+    for (stream, consumer) in STAGE_CONSUMERS {
+        let stream = d
+            .ctx
+            .bus
+            .js
+            .get_stream(d.config().namespace.stream_name(stream))
+            .await
+            .ok()?;
+        let info = stream.consumer_info(consumer).await.ok()?;
+        total += info.num_pending + info.num_ack_pending as u64;
+    }
+    Some(total)
+}
+
+/// Each stage consumer's state, one line each, for a failure message: what
+/// waits, what is held unacknowledged, what was redelivered, and how many
+/// pull requests wait.
+pub async fn consumers(d: &Deployment) -> String {
+    let mut lines = Vec::new();
+    for (stream, consumer) in STAGE_CONSUMERS {
+        let name = d.config().namespace.stream_name(stream);
+        let line = match d.ctx.bus.js.get_stream(&name).await {
+            Ok(s) => match s.consumer_info(consumer).await {
+                Ok(i) => format!(
+                    "{consumer}: pending {}, unacknowledged {}, redelivered {}, pull requests waiting {}",
+                    i.num_pending, i.num_ack_pending, i.num_redelivered, i.num_waiting
+                ),
+                Err(e) => format!("{consumer}: no consumer info ({e})"),
+            },
+            Err(e) => format!("{consumer}: no stream {name} ({e})"),
+        };
+        lines.push(line);
+    }
+    lines.join("; ")
+}
+
+pub(super) async fn dead_letters(
+    d: &Deployment,
+) -> Option<Vec<hindsight_tests::hindsight_shared::dlq::Entry>> {
+    hindsight_tests::hindsight_shared::dlq::list(
+        &d.ctx.bus.js,
+        &d.config().namespace,
+        &Default::default(),
+    )
+    .await
+    .ok()
+}
+
+/// Waits (supervising the processes) until every valid turn went through the
+/// filter, every kept turn was extracted, every fact is in a memory, the index
+/// caught up, every invalid turn is in the DLQ and every consumer is settled.
+/// Returns how long that took, or None after `timeout`.
+pub async fn drained(
+    d: &Deployment,
+    turns: &Turns,
+    pipeline: &mut Pipeline,
+    timeout: Duration,
+) -> Option<Duration> {
+    let started = Instant::now();
+    loop {
+        pipeline.supervise();
+        let done = d
+            .ctx
+            .store
+            .drained(turns.valid.len())
+            .await
+            .unwrap_or(false)
+            && dead_letters(d)
+                .await
+                .is_some_and(|l| l.len() >= turns.invalid.len())
+            && backlog(d).await == Some(0);
+        if done {
+            return Some(started.elapsed());
+        }
+        if started.elapsed() > timeout {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Memories still waiting to be indexed.
+pub async fn pending_index(d: &Deployment) -> Option<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM memories WHERE index_state = 'pending'")
+        .fetch_one(&d.ctx.store.pool)
+        .await
+        .ok()
+}
+
+/// Memories written so far.
+pub async fn memories(d: &Deployment) -> Option<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM memories")
+        .fetch_one(&d.ctx.store.pool)
+        .await
+        .ok()
+}

@@ -1,0 +1,285 @@
+//! A step's batch writes, each with one audit event per changed memory
+//! carrying the values it replaced.
+
+use chrono::{DateTime, Utc};
+use hindsight_core::memory::Status;
+use serde_json::{Value, json};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::store::{StoreError, maintenance::ACTOR};
+
+/// Writes one audit event per memory of a run.
+async fn add_events(
+    conn: &mut PgConnection,
+    run: Uuid,
+    event: &str,
+    rows: Vec<(Uuid, String, Value)>,
+) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut ids = Vec::with_capacity(rows.len());
+    let mut tenants = Vec::with_capacity(rows.len());
+    let mut details = Vec::with_capacity(rows.len());
+    for (id, tenant, detail) in rows {
+        ids.push(id);
+        tenants.push(tenant);
+        details.push(detail);
+    }
+    sqlx::query(
+        "INSERT INTO memory_events (memory_id, tenant, event, actor, run_id, detail)
+         SELECT id, tenant, $4, $5, $6, detail
+         FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) AS e(id, tenant, detail)",
+    )
+    .bind(ids)
+    .bind(tenants)
+    .bind(details)
+    .bind(event)
+    .bind(ACTOR)
+    .bind(run)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A memory's importance lowered by decay.
+#[derive(Debug, Clone)]
+pub struct Decay {
+    pub id: Uuid,
+    pub tenant: String,
+    pub importance: f32,
+    pub before_importance: f32,
+    pub before_decayed_at: Option<DateTime<Utc>>,
+}
+
+/// Decays a batch. Only `importance` and `decayed_at` change (no indexed
+/// column, so Postgres can update the rows in place).
+pub async fn apply_decay(
+    conn: &mut PgConnection,
+    run: Uuid,
+    as_of: DateTime<Utc>,
+    rows: &[Decay],
+) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let importance: Vec<f32> = rows.iter().map(|r| r.importance).collect();
+    sqlx::query(
+        "UPDATE memories m SET importance = u.importance, decayed_at = $3
+         FROM unnest($1::uuid[], $2::real[]) AS u(id, importance) WHERE m.id = u.id",
+    )
+    .bind(&ids)
+    .bind(&importance)
+    .bind(as_of)
+    .execute(&mut *conn)
+    .await?;
+    let events = rows
+        .iter()
+        .map(|r| {
+            let detail = json!({
+                "before": {"importance": r.before_importance, "decayed_at": r.before_decayed_at},
+                "after": {"importance": r.importance, "decayed_at": as_of},
+            });
+            (r.id, r.tenant.clone(), detail)
+        })
+        .collect();
+    add_events(conn, run, "decay", events).await
+}
+
+/// A memory moved to `archived` (by the archive step, or folded into another).
+#[derive(Debug, Clone)]
+pub struct Archive {
+    pub id: Uuid,
+    pub tenant: String,
+    /// The survivor or summary it was folded into; `None` for a plain archive.
+    pub into: Option<Uuid>,
+    pub before_status: Status,
+    pub before_archived_at: Option<DateTime<Utc>>,
+    pub before_updated_at: DateTime<Utc>,
+}
+
+/// Archives a batch (out of the index and of recall, still in Postgres). A
+/// folded memory's provenance moves to the memory it was folded into, and its
+/// event lists the moved facts so that a restore can move them back.
+pub async fn apply_archive(
+    conn: &mut PgConnection,
+    run: Uuid,
+    as_of: DateTime<Utc>,
+    event: &str,
+    rows: &[Archive],
+) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let into: Vec<Option<Uuid>> = rows.iter().map(|r| r.into).collect();
+    sqlx::query(
+        "UPDATE memories m SET status = 'archived', archived_at = $3, merged_into = u.into_id,
+                updated_at = clock_timestamp(), index_state = 'pending'
+         FROM unnest($1::uuid[], $2::uuid[]) AS u(id, into_id) WHERE m.id = u.id",
+    )
+    .bind(&ids)
+    .bind(&into)
+    .bind(as_of)
+    .execute(&mut *conn)
+    .await?;
+    let moved: Vec<(Uuid, Vec<String>)> = sqlx::query_as(
+        "WITH moved AS (
+            UPDATE memory_sources s SET memory_id = u.into_id
+            FROM unnest($1::uuid[], $2::uuid[]) AS u(id, into_id)
+            WHERE s.memory_id = u.id AND u.into_id IS NOT NULL
+            RETURNING u.id, s.fact_id)
+         SELECT id, array_agg(fact_id ORDER BY fact_id) FROM moved GROUP BY id",
+    )
+    .bind(&ids)
+    .bind(&into)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut moved: std::collections::HashMap<Uuid, Vec<String>> = moved.into_iter().collect();
+    let events = rows
+        .iter()
+        .map(|r| {
+            let mut detail = json!({
+                "before": {"status": r.before_status, "archived_at": r.before_archived_at,
+                           "updated_at": r.before_updated_at},
+                "after": {"status": "archived", "archived_at": as_of},
+            });
+            if let Some(into) = r.into {
+                detail["role"] = json!("folded");
+                detail["into"] = json!(into);
+                detail["fact_ids"] = json!(moved.remove(&r.id).unwrap_or_default());
+            }
+            (r.id, r.tenant.clone(), detail)
+        })
+        .collect();
+    add_events(conn, run, event, events).await
+}
+
+/// What a merge does to the memory that survives it.
+#[derive(Debug, Clone)]
+pub struct Survivor {
+    pub id: Uuid,
+    pub tenant: String,
+    pub merged: Vec<Uuid>,
+    pub importance: f32,
+    pub access_count: i32,
+    pub last_accessed_at: Option<DateTime<Utc>>,
+    pub before_importance: f32,
+    pub before_access_count: i32,
+    pub before_last_accessed_at: Option<DateTime<Utc>>,
+    pub before_updated_at: DateTime<Utc>,
+}
+
+/// Gives survivors the combined importance and use of what merged into them.
+pub async fn apply_survivors(
+    conn: &mut PgConnection,
+    run: Uuid,
+    rows: &[Survivor],
+) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let importance: Vec<f32> = rows.iter().map(|r| r.importance).collect();
+    let access: Vec<i32> = rows.iter().map(|r| r.access_count).collect();
+    let last: Vec<Option<DateTime<Utc>>> = rows.iter().map(|r| r.last_accessed_at).collect();
+    sqlx::query(
+        "UPDATE memories m SET importance = u.importance, access_count = u.access_count,
+                last_accessed_at = u.last_accessed_at, updated_at = clock_timestamp()
+         FROM unnest($1::uuid[], $2::real[], $3::int[], $4::timestamptz[])
+              AS u(id, importance, access_count, last_accessed_at)
+         WHERE m.id = u.id",
+    )
+    .bind(&ids)
+    .bind(&importance)
+    .bind(&access)
+    .bind(&last)
+    .execute(&mut *conn)
+    .await?;
+    let events = rows
+        .iter()
+        .map(|r| {
+            let detail = json!({
+                "role": "survivor",
+                "merged": r.merged,
+                "before": {"importance": r.before_importance, "access_count": r.before_access_count,
+                           "last_accessed_at": r.before_last_accessed_at, "updated_at": r.before_updated_at},
+                "after": {"importance": r.importance, "access_count": r.access_count,
+                          "last_accessed_at": r.last_accessed_at},
+            });
+            (r.id, r.tenant.clone(), detail)
+        })
+        .collect();
+    add_events(conn, run, "merge", events).await
+}
+
+/// Writes consolidated summaries (new semantic memories) with their events;
+/// the originals are archived into them with [`apply_archive`] afterwards.
+pub async fn insert_summaries(
+    conn: &mut PgConnection,
+    run: Uuid,
+    as_of: DateTime<Utc>,
+    summaries: &[(crate::store::memories::NewMemory, Vec<Uuid>)],
+) -> Result<(), StoreError> {
+    if summaries.is_empty() {
+        return Ok(());
+    }
+    for (m, _) in summaries {
+        crate::store::memories::insert_on(&mut *conn, m).await?;
+    }
+    // Written as of the run's clock, so a resumed run writes the same rows.
+    let ids: Vec<Uuid> = summaries.iter().map(|(m, _)| m.id).collect();
+    sqlx::query("UPDATE memories SET created_at = $2 WHERE id = ANY($1)")
+        .bind(&ids)
+        .bind(as_of)
+        .execute(&mut *conn)
+        .await?;
+    let events = summaries
+        .iter()
+        .map(|(m, originals)| {
+            let detail = json!({"role": "summary", "originals": originals});
+            (m.id, m.tenant.clone(), detail)
+        })
+        .collect();
+    add_events(conn, run, "consolidate", events).await
+}
+
+/// The rows a purge is about to delete, each as one JSON object with its
+/// provenance, to be written to the export before they go.
+pub async fn export_rows(conn: &mut PgConnection, ids: &[Uuid]) -> Result<Vec<Value>, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT to_jsonb(m) || jsonb_build_object('sources', coalesce(
+                    (SELECT jsonb_agg(jsonb_build_object('fact_id', s.fact_id, 'turn_id', s.turn_id,
+                                                         'added_at', s.added_at) ORDER BY s.fact_id)
+                     FROM memory_sources s WHERE s.memory_id = m.id), '[]'::jsonb))
+         FROM memories m WHERE m.id = ANY($1) ORDER BY m.id",
+    )
+    .bind(ids)
+    .fetch_all(conn)
+    .await?)
+}
+
+/// Deletes exported rows (their provenance goes with them), with a `purge`
+/// event naming the export that holds them.
+pub async fn apply_purge(
+    conn: &mut PgConnection,
+    run: Uuid,
+    rows: &[(Uuid, String)],
+    export: &str,
+) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
+    sqlx::query("DELETE FROM memories WHERE id = ANY($1)")
+        .bind(&ids)
+        .execute(&mut *conn)
+        .await?;
+    let events = rows
+        .iter()
+        .map(|(id, tenant)| (*id, tenant.clone(), json!({"export": export})))
+        .collect();
+    add_events(conn, run, "purge", events).await
+}
