@@ -3,7 +3,7 @@
 //! them.
 
 use hindsight_core::memory::Status;
-use hindsight_shared::store::keyword::{CANDIDATE_BUDGET, KeywordQuery};
+use hindsight_recall::sql::keyword::{self, CANDIDATE_BUDGET, KeywordQuery};
 use hindsight_tests::Deployment;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -34,20 +34,20 @@ async fn with_only_common_terms_the_memories_holding_all_of_them_still_come_firs
     .expect("memories written");
 
     let statuses = [Status::Active];
-    let hits = d
-        .ctx
-        .store
-        .keyword_search(&KeywordQuery {
+    let hits = keyword::search(
+        &d.ctx.store,
+        &KeywordQuery {
             tenant: "acme",
             user_id: "u1",
             text: "spring marathon plans",
             statuses: &statuses,
             limit: 50,
             matching: Default::default(),
-        })
-        .await
-        .expect("keyword search")
-        .hits;
+        },
+    )
+    .await
+    .expect("keyword search")
+    .hits;
     let ids: Vec<uuid::Uuid> = hits.iter().map(|h| h.id).collect();
     let mut contents: Vec<String> =
         sqlx::query_scalar("SELECT content FROM memories WHERE id = ANY($1)")

@@ -16,7 +16,7 @@ use hindsight_embedder::{Embedder, local::LocalEmbedder};
 use hindsight_filter::FilterStage;
 use hindsight_index::{Collection, Scope, VectorIndex, outage::Outage};
 use hindsight_persist::{PersistStage, reconcile};
-use hindsight_shared::store::keyword::KeywordQuery;
+use hindsight_recall::sql::keyword::{self, KeywordQuery};
 use hindsight_tests::{Deployment, RunningStage, eventually, model_dir};
 use serde_json::json;
 use uuid::Uuid;
@@ -210,18 +210,20 @@ async fn the_real_model_merges_paraphrases_keeps_different_values_and_supersedes
         let store = d.ctx.store.clone();
         let statuses = active;
         async move {
-            store
-                .keyword_search(&KeywordQuery {
+            keyword::search(
+                &store,
+                &KeywordQuery {
                     tenant: TENANT,
                     user_id,
                     text,
                     statuses: &statuses,
                     limit: 5,
                     matching: Default::default(),
-                })
-                .await
-                .expect("keyword search")
-                .hits
+                },
+            )
+            .await
+            .expect("keyword search")
+            .hits
         }
     };
     let found = keyword("li", "谁住在朝阳区？").await;

@@ -14,11 +14,11 @@ use hindsight_core::{
 };
 use hindsight_embedder::{EmbedError, Embedder, ModelId};
 use hindsight_index::{Collection, Payload, Point, VectorIndex};
-use hindsight_recall::{RecallRequest, Recaller};
-use hindsight_shared::store::{
-    keyword::KeywordQuery,
-    memories::{TERMS_VERSION, search_terms},
+use hindsight_recall::{
+    RecallRequest, Recaller,
+    sql::keyword::{self, KeywordQuery},
 };
+use hindsight_shared::store::memories::{TERMS_VERSION, search_terms};
 use hindsight_tests::{
     Deployment,
     stack::{Stack, drained},
@@ -435,18 +435,20 @@ async fn search_terms_of_an_older_version_are_rewritten_and_then_found_by_their_
     let search = |text: &'static str| {
         let store = d.ctx.store.clone();
         async move {
-            store
-                .keyword_search(&KeywordQuery {
+            keyword::search(
+                &store,
+                &KeywordQuery {
                     tenant: TENANT,
                     user_id: "caro",
                     text,
                     statuses: &statuses,
                     limit: 5,
                     matching: Default::default(),
-                })
-                .await
-                .expect("search")
-                .hits
+                },
+            )
+            .await
+            .expect("search")
+            .hits
         }
     };
     assert!(

@@ -16,7 +16,7 @@ use hindsight_shared::{
     bus::Bus,
     store::{
         admin::{MemoryPatch, Overview},
-        recall::MemoryRow,
+        row::MemoryRow,
     },
 };
 use serde::{Deserialize, Serialize};

@@ -8,15 +8,13 @@ use std::{
 
 use hindsight_core::memory::Status;
 use hindsight_index::{Collection, Hit, Scope};
-use hindsight_shared::store::{
-    StoreError,
-    recall::{Filters, RecallRow},
-};
+use hindsight_shared::store::StoreError;
 use uuid::Uuid;
 
 use crate::rank::{fusion::Fused, second_hop};
 use crate::recaller::{CHANNEL_DEPTH, Recaller, SECOND_HOP_SEEDS};
 use crate::request::RecallRequest;
+use crate::sql::rows::{self, Filters, RecallRow};
 
 /// What the dense channel found: its hits, the query's vector and how long
 /// embedding it took.
@@ -57,13 +55,19 @@ impl Recaller {
                 .copied()
                 .collect()
         };
-        Ok(self
-            .store
-            .recall_rows(tenant, &req.user_id, statuses, filters, &unique, &unscored)
-            .await?
-            .into_iter()
-            .map(|r| (r.memory.id, r))
-            .collect())
+        Ok(rows::recall_rows(
+            &self.store,
+            tenant,
+            &req.user_id,
+            statuses,
+            filters,
+            &unique,
+            &unscored,
+        )
+        .await?
+        .into_iter()
+        .map(|r| (r.memory.id, r))
+        .collect())
     }
 
     /// The second hop: the query's vector moved towards the first round's
@@ -88,7 +92,7 @@ impl Recaller {
             .take(SECOND_HOP_SEEDS)
             .map(|f| f.id)
             .collect();
-        let vectors = self.store.embeddings(tenant, &seeds).await?;
+        let vectors = rows::embeddings(&self.store, tenant, &seeds).await?;
         let seeds: Vec<&[f32]> = seeds
             .iter()
             .filter_map(|id| vectors.get(id).map(Vec::as_slice))

@@ -4,16 +4,17 @@
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use hindsight_shared::{
-    events,
-    store::{keyword::KeywordQuery, recall::Filters},
-};
+use hindsight_shared::events;
 use uuid::Uuid;
 
 use crate::{
     Timings,
     rank::{budget, conflicts, diversity, entities, fusion, sources, when},
     request::{ExplainedCandidate, RecallRequest, RecallResponse},
+    sql::{
+        keyword::{self, KeywordQuery},
+        rows::{self, Filters},
+    },
 };
 use crate::{
     channels::Dense,
@@ -74,17 +75,24 @@ impl Recaller {
             working,
         ) = tokio::join!(
             timed(self.dense(tenant, req, &statuses, dense_w > 0.0)),
-            timed(self.store.keyword_search(&keyword_query)),
+            timed(keyword::search(&self.store, &keyword_query)),
             timed(async {
                 if use_filter_channel {
-                    self.store
-                        .filter_channel(tenant, &req.user_id, &statuses, &filters, CHANNEL_DEPTH)
-                        .await
+                    rows::filter_channel(
+                        &self.store,
+                        tenant,
+                        &req.user_id,
+                        &statuses,
+                        &filters,
+                        CHANNEL_DEPTH,
+                    )
+                    .await
                 } else {
                     Ok(Vec::new())
                 }
             }),
-            timed(self.store.entity_channel(
+            timed(rows::entity_channel(
+                &self.store,
                 tenant,
                 &req.user_id,
                 &statuses,
@@ -236,7 +244,7 @@ impl Recaller {
             let store = self.store.clone();
             let ids: Vec<Uuid> = memories.iter().map(|m| m.id).collect();
             tokio::spawn(async move {
-                if let Err(e) = store.record_access(&ids).await {
+                if let Err(e) = rows::record_access(&store, &ids).await {
                     tracing::warn!(error = %e, "could not record recall accesses");
                 }
             });

@@ -10,6 +10,7 @@ pub mod rank;
 mod recaller;
 mod request;
 mod scoring;
+pub mod sql;
 mod timings;
 pub mod working;
 pub mod working_expiry;

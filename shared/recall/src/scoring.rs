@@ -5,13 +5,7 @@ use std::collections::HashMap;
 
 use hindsight_core::embedding::cosine;
 use hindsight_index::Hit;
-use hindsight_shared::{
-    config::RecallConfig,
-    store::{
-        keyword::KeywordScorer,
-        recall::{MemoryRow, RecallRow},
-    },
-};
+use hindsight_shared::{config::RecallConfig, store::row::MemoryRow};
 use uuid::Uuid;
 
 use crate::{
@@ -20,6 +14,7 @@ use crate::{
         fusion::{self, Fused, Ranked},
         memory::{self, RecalledMemory},
     },
+    sql::{keyword::KeywordScorer, rows::RecallRow},
 };
 
 /// Scores every candidate by every signal, whichever channel proposed it.

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::{
     Store, StoreError,
     memories::{TERMS_VERSION, search_terms},
-    recall::{MEMORY_ROW_COLUMNS, MemoryRow},
+    row::{MEMORY_ROW_COLUMNS, MemoryRow},
 };
 use hindsight_core::{fact::FactType, memory::Status, turn::TurnContext};
 

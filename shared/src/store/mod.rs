@@ -3,11 +3,10 @@
 
 pub mod admin;
 mod db;
-pub mod keyword;
 pub mod maintenance;
 pub mod memories;
 pub mod observe;
-pub mod recall;
+pub mod row;
 pub mod tenants;
 pub mod turns;
 

@@ -1,0 +1,208 @@
+//! The keyword channel of recall: BM25 over the memories' stored search terms
+//! (`memories.terms`, made by [`hindsight_text::terms`]), in Postgres so that it answers
+//! when the vector index does not.
+//!
+//! Terms are stored once per memory, so every term frequency is 1 and BM25
+//! reduces to the sum over matched query terms of idf × length normalisation.
+//! Document frequencies and the mean length are the user's own (a name that
+//! appears in most of a user's memories, the user's, weighs almost nothing),
+//! read from `memory_terms` and `memory_users`, which a trigger keeps.
+//!
+//! Candidates are the memories holding the query's rarer terms: the rarest
+//! terms are taken until their document frequencies add up to
+//! [`CANDIDATE_BUDGET`] (when the rarest alone is over it, memories holding
+//! the two rarest together, at most [`CANDIDATE_BUDGET`] of them, those
+//! holding every query term first). A memory matching only very common terms
+//! would score near zero anyway; scoring it would cost a scan of most of the
+//! user's rows, and the time of a recall.
+
+use hindsight_core::memory::{Status, names};
+use uuid::Uuid;
+
+use hindsight_shared::store::{Store, StoreError};
+use hindsight_text::terms;
+
+/// How many memories the channel scores at most (see the module doc).
+pub const CANDIDATE_BUDGET: i64 = 2_000;
+
+/// BM25's usual constants.
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct KeywordHit {
+    pub id: Uuid,
+    pub score: f64,
+}
+
+/// The channel's answer: its best memories, and the query's BM25 weights,
+/// which score any other memory of the user the same way from its terms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeywordAnswer {
+    pub hits: Vec<KeywordHit>,
+    pub scorer: KeywordScorer,
+}
+
+/// BM25 of one query over one user's memories: the query's terms the user
+/// has, their idf, and the user's mean number of terms per memory.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeywordScorer {
+    terms: Vec<(String, f64)>,
+    avgdl: f64,
+}
+
+impl KeywordScorer {
+    /// The BM25 of a memory with these (sorted) terms; 0 without a query term.
+    pub fn score(&self, memory_terms: &[String]) -> f64 {
+        let matched: f64 = self
+            .terms
+            .iter()
+            .filter(|(t, _)| memory_terms.binary_search(t).is_ok())
+            .map(|(_, idf)| idf)
+            .sum();
+        if matched == 0.0 {
+            return 0.0;
+        }
+        let len = memory_terms.len() as f64;
+        matched * (K1 + 1.0) / (1.0 + K1 * (1.0 - B + B * len / self.avgdl))
+    }
+
+    /// The query terms the user's memories hold (what the channel searched for).
+    pub fn terms(&self) -> impl Iterator<Item = &str> {
+        self.terms.iter().map(|(t, _)| t.as_str())
+    }
+}
+
+/// What the keyword channel may see: always one tenant and one user.
+#[derive(Debug, Clone)]
+pub struct KeywordQuery<'a> {
+    pub tenant: &'a str,
+    pub user_id: &'a str,
+    pub text: &'a str,
+    /// Memory statuses searched; never empty.
+    pub statuses: &'a [Status],
+    pub limit: usize,
+    pub matching: terms::Matching,
+}
+
+/// Per query term the user has: the user's memory count and total terms
+/// (the same on every row), the term, and its document frequency (one row of
+/// nulls but the first two when the user has none of the terms).
+type TermStats = (i64, i64, Option<String>, Option<i64>);
+
+/// The user's memories sharing terms with the query, best BM25 first.
+pub async fn search(store: &Store, q: &KeywordQuery<'_>) -> Result<KeywordAnswer, StoreError> {
+    let query_terms = terms::query_terms(q.text, q.matching);
+    if query_terms.is_empty() || q.limit == 0 {
+        return Ok(KeywordAnswer::default());
+    }
+    // Every condition on memory_terms names its key's three columns, so
+    // that even a generic plan with stale statistics (after a bulk load)
+    // reads the terms' rows by key: a join on the user alone was planned
+    // as a read of all the user's terms (17 ms at 100,000 of them).
+    let stats: Vec<TermStats> = sqlx::query_as(
+        "SELECT u.memories, u.total_terms, t.term, t.df
+         FROM (SELECT memories, total_terms FROM memory_users WHERE tenant = $1 AND user_id = $2) AS u
+         LEFT JOIN LATERAL (SELECT term, df FROM memory_terms
+                            WHERE tenant = $1 AND user_id = $2 AND term = ANY($3)) AS t ON true",
+    )
+    .bind(q.tenant)
+    .bind(q.user_id)
+    .bind(&query_terms)
+    .fetch_all(&store.pool)
+    .await?;
+    let n = stats.first().map_or(0, |s| s.0);
+    if n <= 0 {
+        return Ok(KeywordAnswer::default());
+    }
+    let total = stats.first().map_or(0, |s| s.1);
+    let avgdl = (total as f64 / n as f64).max(1.0);
+    let mut known: Vec<(String, i64)> = stats
+        .into_iter()
+        .filter_map(|(_, _, t, df)| Some((t?, df.filter(|d| *d > 0)?)))
+        .collect();
+    // The rows come in key order: put them in the query's, so that terms
+    // of equal frequency are chosen as candidates in the order asked.
+    known.sort_by_key(|(t, _)| query_terms.iter().position(|q| q == t));
+    if known.is_empty() {
+        return Ok(KeywordAnswer::default());
+    }
+    let idf: Vec<f64> = known
+        .iter()
+        .map(|(_, df)| {
+            let (n, df) = (n as f64, *df as f64);
+            (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+        })
+        .collect();
+    let scored: Vec<String> = known.iter().map(|(t, _)| t.clone()).collect();
+    known.sort_by_key(|(_, df)| *df);
+    // When even the rarest term is too common to score its every memory,
+    // candidates must hold the two rarest terms together (a GIN
+    // intersection); memories with one common term would score low
+    // anyway. Those can still be many (two words that always come
+    // together): then at most CANDIDATE_BUDGET are scored, those holding
+    // every known query term first, as they score highest.
+    let intersect = known[0].1 > CANDIDATE_BUDGET && known.len() >= 2;
+    let candidates: Vec<String> = if intersect {
+        vec![known[0].0.clone(), known[1].0.clone()]
+    } else {
+        let mut budget = 0;
+        known
+            .iter()
+            .take_while(|(_, df)| {
+                let first = budget == 0;
+                budget += df;
+                first || budget <= CANDIDATE_BUDGET
+            })
+            .map(|(t, _)| t.clone())
+            .collect()
+    };
+    let candidate_rows = if intersect {
+        let two_rarest = "SELECT m.id, m.terms FROM memories m
+            WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms @> $10::text[]";
+        if known.len() > 2 {
+            format!(
+                "SELECT DISTINCT ON (id) id, terms FROM (
+                   (SELECT m.id, m.terms FROM memories m
+                    WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms @> $3::text[])
+                   UNION ALL ({two_rarest})
+                   LIMIT {CANDIDATE_BUDGET}) AS t"
+            )
+        } else {
+            format!("{two_rarest} LIMIT {CANDIDATE_BUDGET}")
+        }
+    } else {
+        // The budget binds only for a lone term too common to score in full.
+        format!(
+            "SELECT m.id, m.terms FROM memories m
+             WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms && $10::text[]
+             LIMIT {CANDIDATE_BUDGET}"
+        )
+    };
+    let sql = format!(
+        "SELECT c.id,
+                (SELECT sum(x.w) FROM unnest($3::text[], $4::float8[]) AS x(t, w) WHERE x.t = ANY(c.terms))
+                  * ($7 + 1) / (1 + $7 * (1 - $8 + $8 * cardinality(c.terms) / $6)) AS score
+         FROM ({candidate_rows}) AS c
+         ORDER BY score DESC, c.id
+         LIMIT $9"
+    );
+    let scorer = KeywordScorer {
+        terms: scored.iter().cloned().zip(idf.iter().copied()).collect(),
+        avgdl,
+    };
+    let hits = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(q.tenant)
+        .bind(q.user_id)
+        .bind(&scored)
+        .bind(&idf)
+        .bind(names(q.statuses))
+        .bind(avgdl)
+        .bind(K1)
+        .bind(B)
+        .bind(i64::try_from(q.limit).unwrap_or(i64::MAX))
+        .bind(&candidates)
+        .fetch_all(&store.pool)
+        .await?;
+    Ok(KeywordAnswer { hits, scorer })
+}
