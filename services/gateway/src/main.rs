@@ -6,13 +6,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     hindsight_shared::service::main("gateway", async |ctx| {
-        // A Qdrant server can be shared; the embedded index belongs to persist.
-        let index = match &ctx.config.index.qdrant_url {
-            Some(_) => Some(hindsight_index::open(
+        let index = if ctx.config.index.is_shared() {
+            Some(hindsight_index::open(
                 &ctx.config.index,
                 &ctx.config.data_dir,
-            )?),
-            None => None,
+            )?)
+        } else {
+            None
         };
         hindsight_gateway::tasks(ctx, index).await
     })

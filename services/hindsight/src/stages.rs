@@ -81,7 +81,7 @@ pub async fn tasks_with_index(
             }
             StageName::Gateway => {
                 let shares_index =
-                    names.contains(&StageName::Persist) || ctx.config.index.qdrant_url.is_some();
+                    names.contains(&StageName::Persist) || ctx.config.index.is_shared();
                 let index = match (&index, shares_index) {
                     (Some(i), _) => Some(i.clone()),
                     (None, true) => Some(

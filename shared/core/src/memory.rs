@@ -133,6 +133,7 @@ closed_set!(
     Kind => "kind",
     crate::fact::FactType => "fact type",
     crate::signal::Signal => "signal",
+    crate::signal::Fusion => "fusion",
 );
 
 #[cfg(test)]

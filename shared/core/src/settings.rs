@@ -24,3 +24,12 @@ pub struct IndexConfig {
     pub qdrant_url: Option<String>,
     pub api_key: Option<String>,
 }
+
+impl IndexConfig {
+    /// Whether processes can share the index: a Qdrant server can, while an
+    /// embedded index belongs to the one process that opened its directory
+    /// (persist's), so a gateway elsewhere recalls without it.
+    pub fn is_shared(&self) -> bool {
+        self.qdrant_url.is_some()
+    }
+}

@@ -50,7 +50,18 @@ impl Signal {
 }
 
 /// How recall fuses the signals into one relevance (`HINDSIGHT_RECALL_FUSION`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum Fusion {
     /// Each signal over its best value among the candidates, weighted.
     #[default]
@@ -60,18 +71,7 @@ pub enum Fusion {
 }
 
 impl Fusion {
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.trim() {
-            "score" => Some(Fusion::Score),
-            "rrf" => Some(Fusion::Rrf),
-            _ => None,
-        }
-    }
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Fusion::Score => "score",
-            Fusion::Rrf => "rrf",
-        }
+        self.into()
     }
 }

@@ -84,7 +84,7 @@ impl Config {
             recall: RecallConfig {
                 weights: parse_with(get("HINDSIGHT_RECALL_WEIGHTS"), weights)?,
                 fusion: parse_with(get("HINDSIGHT_RECALL_FUSION"), |v| {
-                    Fusion::parse(v).ok_or_else(|| "expected `score` or `rrf`".to_string())
+                    v.parse::<Fusion>().map_err(|e| e.to_string())
                 })?,
                 signal_weights: parse_with(get("HINDSIGHT_RECALL_SIGNAL_WEIGHTS"), signal_weights)?,
                 time_boost: parse_with(get("HINDSIGHT_RECALL_TIME_BOOST"), non_negative)?,

@@ -76,3 +76,18 @@ fn every_setting_is_printed() {
     let documented: Vec<_> = SETTINGS.iter().map(|s| s.env).collect();
     assert_eq!(printed, documented);
 }
+
+#[test]
+fn the_fusion_is_one_of_its_names() {
+    let config = Config::from_lookup(|k| (k == "HINDSIGHT_RECALL_FUSION").then(|| "rrf".into()))
+        .expect("valid");
+    assert_eq!(config.recall.fusion, hindsight_core::signal::Fusion::Rrf);
+    let err = Config::from_lookup(|k| (k == "HINDSIGHT_RECALL_FUSION").then(|| "sum".into()))
+        .map(|_| ())
+        .expect_err("sum is no fusion");
+    let text = err.to_string();
+    assert!(
+        text.contains("HINDSIGHT_RECALL_FUSION") && text.contains("score, rrf"),
+        "{text}"
+    );
+}

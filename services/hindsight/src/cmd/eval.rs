@@ -46,7 +46,7 @@ pub enum Command {
         json: bool,
         /// Also score the same questions with each recall technique switched
         /// (fusion, weights, stemming, time boost, second hop, spreading
-        /// sources, each signal alone, recall as it was before them), and with
+        /// sources, each signal alone, every technique off together), and with
         /// fact context switched on a second ingest; printed to stderr and under `sweep`.
         #[arg(long)]
         sweep: bool,

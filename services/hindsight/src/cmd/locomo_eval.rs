@@ -150,7 +150,7 @@ struct Switch {
 }
 
 /// Each technique switched off (or, for one that is off by default, on),
-/// then the recall of before this work, all on the same ingest.
+/// then every technique off together, all on the same ingest.
 const SWITCHES: &[Switch] = &[
     Switch {
         name: "fusion by RRF instead of by score",
@@ -197,7 +197,7 @@ const SWITCHES: &[Switch] = &[
         change: |c, _| c.signal_weights = [0.0, 1.0, 0.0, 0.0],
     },
     Switch {
-        name: "recall as before this work (RRF, 0.5/0.2/0.2/0.1, words, no time boost, no second hop)",
+        name: "every technique off (RRF, 0.5/0.2/0.2/0.1, words, no time boost, no second hop)",
         change: |c, _| {
             c.fusion = Fusion::Rrf;
             c.signal_weights = [1.0; 4];
