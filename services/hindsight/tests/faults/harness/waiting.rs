@@ -2,19 +2,33 @@
 
 use super::*;
 
+/// A stage consumer's state, or why JetStream did not give it (it may be
+/// down during an outage).
+async fn consumer_info(
+    d: &Deployment,
+    stream: &str,
+    consumer: &str,
+) -> Result<jetstream::consumer::Info, String> {
+    let name = d.config().namespace.stream_name(stream);
+    let stream = d
+        .ctx
+        .bus
+        .js
+        .get_stream(&name)
+        .await
+        .map_err(|e| format!("no stream {name} ({e})"))?;
+    stream
+        .consumer_info(consumer)
+        .await
+        .map_err(|e| format!("no consumer info ({e})"))
+}
+
 /// Messages pending or unacknowledged on the stages' consumers (None while
 /// JetStream does not answer).
 async fn backlog(d: &Deployment) -> Option<u64> {
     let mut total = 0;
     for (stream, consumer) in STAGE_CONSUMERS {
-        let stream = d
-            .ctx
-            .bus
-            .js
-            .get_stream(d.config().namespace.stream_name(stream))
-            .await
-            .ok()?;
-        let info = stream.consumer_info(consumer).await.ok()?;
+        let info = consumer_info(d, stream, consumer).await.ok()?;
         total += info.num_pending + info.num_ack_pending as u64;
     }
     Some(total)
@@ -26,18 +40,13 @@ async fn backlog(d: &Deployment) -> Option<u64> {
 pub async fn consumers(d: &Deployment) -> String {
     let mut lines = Vec::new();
     for (stream, consumer) in STAGE_CONSUMERS {
-        let name = d.config().namespace.stream_name(stream);
-        let line = match d.ctx.bus.js.get_stream(&name).await {
-            Ok(s) => match s.consumer_info(consumer).await {
-                Ok(i) => format!(
-                    "{consumer}: pending {}, unacknowledged {}, redelivered {}, pull requests waiting {}",
-                    i.num_pending, i.num_ack_pending, i.num_redelivered, i.num_waiting
-                ),
-                Err(e) => format!("{consumer}: no consumer info ({e})"),
-            },
-            Err(e) => format!("{consumer}: no stream {name} ({e})"),
-        };
-        lines.push(line);
+        lines.push(match consumer_info(d, stream, consumer).await {
+            Ok(i) => format!(
+                "{consumer}: pending {}, unacknowledged {}, redelivered {}, pull requests waiting {}",
+                i.num_pending, i.num_ack_pending, i.num_redelivered, i.num_waiting
+            ),
+            Err(e) => format!("{consumer}: {e}"),
+        });
     }
     lines.join("; ")
 }
