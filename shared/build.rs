@@ -1,5 +1,4 @@
-// sqlx::migrate!() embeds the migrations at compile time; rebuild when they change.
+// streams.rs embeds streams/*.toml at compile time; rebuild when they change.
 fn main() {
-    println!("cargo:rerun-if-changed=migrations");
     println!("cargo:rerun-if-changed=../streams");
 }

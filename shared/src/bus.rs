@@ -4,10 +4,9 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 
-use crate::{
-    config::{Config, mask_url},
-    retry,
-};
+use hindsight_core::retry;
+
+use crate::config::{Config, mask_url};
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot reach NATS at {url}: {reason}")]

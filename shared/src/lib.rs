@@ -2,21 +2,20 @@
 //! vocabulary and the stage contract).
 //!
 //! The module tree is the table of contents: how a turn travels ([`streams`],
-//! [`bus`], [`runner`], [`dlq`]), where it rests ([`store`]), and how operators
-//! see it ([`telemetry`], [`events`], [`ops_http`], [`status`]).
+//! [`bus`], [`runner`], [`dlq`]), how a process boots ([`service`]: NATS, the
+//! streams, Postgres through `hindsight-store`), and how operators see it
+//! ([`telemetry`], [`events`], [`ops_http`], [`status`]).
 
 pub mod bus;
 pub mod config;
 pub mod dlq;
 pub mod events;
 pub mod ops_http;
-pub mod retry;
 pub mod runner;
 pub mod sandbox;
 pub mod service;
 pub mod shutdown;
 pub mod status;
-pub mod store;
 pub mod streams;
 pub mod telemetry;
 

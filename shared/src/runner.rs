@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use hindsight_core::{
     namespace::Namespace,
+    retry,
     stage::{Delivery, Message, Outcome, Stage},
 };
 
@@ -23,7 +24,7 @@ use crate::{
     bus::Bus,
     config::Config,
     dlq::{self, DeadLetter},
-    events, retry,
+    events,
     streams::Topology,
 };
 

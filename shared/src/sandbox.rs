@@ -9,7 +9,9 @@ use sqlx::{ConnectOptions, Connection, postgres::PgConnectOptions};
 
 use hindsight_core::Namespace;
 
-use crate::{bus::Bus, config::Config, store::StoreError, streams::Topology};
+use hindsight_store::StoreError;
+
+use crate::{bus::Bus, config::Config, streams::Topology};
 
 /// `url` with its database name replaced.
 pub fn with_database(url: &str, database: &str) -> String {

@@ -8,6 +8,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use hindsight_core::stage::Stage;
+use hindsight_store::{Store, StoreError};
 
 use crate::{
     bus::{Bus, BusError},
@@ -15,7 +16,6 @@ use crate::{
     ops_http::{self, Readiness},
     runner::{self, RunnerError},
     shutdown,
-    store::{Store, StoreError},
     streams::{self, StreamsError},
     telemetry,
 };
@@ -52,7 +52,7 @@ impl Context {
     pub async fn boot(config: Config) -> Result<Self, ServiceError> {
         let bus = Bus::connect(&config).await?;
         streams::apply(&bus.js, &config).await?;
-        let store = Store::connect(&config).await?;
+        let store = Store::connect(&config.database_url, config.db_pool).await?;
         Ok(Self { config, bus, store })
     }
 }

@@ -5,7 +5,8 @@ use bytes::Bytes;
 use chrono::DateTime;
 use hindsight_core::{Delivery, Outcome, Stage};
 use hindsight_filter::FilterStage;
-use hindsight_shared::{Config, sandbox::Sandbox, store::Store};
+use hindsight_shared::{Config, sandbox::Sandbox};
+use hindsight_store::Store;
 use serde_json::json;
 
 struct Archive {
@@ -17,7 +18,7 @@ impl Archive {
     async fn new() -> Self {
         let base = Config::from_env().expect("valid configuration");
         let sandbox = Sandbox::new(&base, "test");
-        let store = Store::connect(&sandbox.config)
+        let store = Store::connect(&sandbox.config.database_url, sandbox.config.db_pool)
             .await
             .expect("Postgres is reachable");
         Self { sandbox, store }

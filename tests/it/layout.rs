@@ -1,6 +1,7 @@
 //! The shape of the code, checked: no import circles between the modules of a
 //! crate, dependencies between the workspace's crates that run one way (no
-//! library depends on a service), and no source file over [`MAX_LINES`].
+//! library depends on a service; the store on neither the runtime nor a
+//! transport), and no source file over [`MAX_LINES`].
 //!
 //! Modules are read from the source tree: a file is a module (`mod.rs` is its
 //! folder's), and every path it names (`crate::a::b`, `super::c`, `self::d`)
@@ -367,6 +368,38 @@ fn libraries_never_depend_on_services_and_services_not_on_each_other() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Every dependency a manifest names, in any section, by name.
+fn dependencies(manifest: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(manifest).expect("a manifest");
+    let mut in_deps = false;
+    let mut out = BTreeSet::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line.ends_with("dependencies]");
+        } else if in_deps
+            && !line.is_empty()
+            && !line.starts_with('#')
+            && let Some(name) = line.split(['.', ' ', '=']).next()
+        {
+            out.insert(name.to_string());
+        }
+    }
+    out
+}
+
+/// The store is Postgres and nothing else: a tool, a test or a service that
+/// reads memories links it without the runtime, NATS or an HTTP server.
+#[test]
+fn the_store_links_neither_the_runtime_nor_a_transport() {
+    let store = dependencies(&root().join("shared/store/Cargo.toml"));
+    assert!(store.contains("sqlx"), "{store:?}");
+    let wrong: Vec<&str> = ["hindsight-shared", "async-nats", "axum", "metrics"]
+        .into_iter()
+        .filter(|d| store.contains(*d))
+        .collect();
+    assert!(wrong.is_empty(), "the store depends on {wrong:?}");
 }
 
 #[test]

@@ -131,7 +131,7 @@ async fn a_published_turn_becomes_a_memory_a_vector_search_finds_with_provenance
             .expect("terms");
     assert_eq!(
         terms,
-        hindsight_shared::store::memories::search_terms(&content, &entities, None),
+        hindsight_store::memories::search_terms(&content, &entities, None),
         "the keyword channel's terms follow the content and entities (the session's first turn has no context)"
     );
     let other_user = Scope {

@@ -18,7 +18,7 @@ use hindsight_recall::{
     RecallRequest, Recaller,
     sql::keyword::{self, KeywordQuery},
 };
-use hindsight_shared::store::memories::{TERMS_VERSION, search_terms};
+use hindsight_store::memories::{TERMS_VERSION, search_terms};
 use hindsight_tests::{
     Deployment,
     stack::{Stack, drained},

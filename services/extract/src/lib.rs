@@ -14,8 +14,8 @@ use std::sync::Arc;
 use hindsight_shared::{
     config::Config,
     service::{self, Context, StageTask},
-    store::Store,
 };
+use hindsight_store::Store;
 
 pub use stage::ExtractStage;
 

@@ -5,12 +5,10 @@ use hindsight_core::{
     fact::{ExtractedBy, Fact},
     turn::KeptTurn,
 };
-use hindsight_shared::{
-    events,
-    store::{
-        Store,
-        turns::{Extraction, TurnKey},
-    },
+use hindsight_shared::events;
+use hindsight_store::{
+    Store,
+    turns::{Extraction, TurnKey},
 };
 
 use crate::{

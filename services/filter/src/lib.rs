@@ -15,8 +15,8 @@ use hindsight_screen::screen;
 use hindsight_shared::{
     config::Config,
     service::{self, Context, StageTask},
-    store::Store,
 };
+use hindsight_store::Store;
 
 /// The filter's tasks, in its own process and in `hindsight up` alike.
 pub fn tasks(ctx: &Context) -> Vec<StageTask> {

@@ -8,7 +8,7 @@ use hindsight_core::{
     turn::{KeptTurn, Turn, TurnContext, parse_envelope},
     zone::Zones,
 };
-use hindsight_shared::store::{
+use hindsight_store::{
     Store, StoreError,
     turns::{ArchivedFate, TurnKey, TurnRow},
 };

@@ -12,12 +12,10 @@ use hindsight_recall::{
     rank::{brief, budget::MAX_K, memory::RecalledMemory},
 };
 use hindsight_screen::{screen, working as writes};
-use hindsight_shared::{
-    bus::Bus,
-    store::{
-        admin::{MemoryPatch, Overview},
-        row::MemoryRow,
-    },
+use hindsight_shared::bus::Bus;
+use hindsight_store::{
+    admin::{MemoryPatch, Overview},
+    row::MemoryRow,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -121,7 +119,7 @@ impl Gateway {
         &self.bus
     }
 
-    pub fn store(&self) -> &hindsight_shared::store::Store {
+    pub fn store(&self) -> &hindsight_store::Store {
         self.recaller.store()
     }
 

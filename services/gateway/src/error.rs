@@ -2,7 +2,7 @@
 //! advice, NATS to `{"error": {"kind", "message"}}`.
 
 use hindsight_recall::{RecallError, working};
-use hindsight_shared::store::StoreError;
+use hindsight_store::StoreError;
 
 /// What went wrong, in words a caller (or an agent) can act on.
 #[derive(Debug, thiserror::Error)]

@@ -12,7 +12,7 @@ use hindsight_core::{
     fact::FactType,
     memory::{Kind, Status},
 };
-use hindsight_shared::store::{maintenance::steps::VectorRow, memories::NewMemory};
+use hindsight_store::{maintenance::steps::VectorRow, memories::NewMemory};
 use hindsight_text::statement;
 use uuid::Uuid;
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use hindsight_core::memory::{Kind, Status};
-use hindsight_shared::store::{
+use hindsight_store::{
     Store,
     maintenance::steps::{self, Archive, Decay, Position, Survivor},
 };

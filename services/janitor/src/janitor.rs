@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use hindsight_core::Namespace;
-use hindsight_shared::store::Store;
+use hindsight_store::Store;
 
 use crate::policy::Policy;
 

@@ -4,7 +4,7 @@
 //! order — decay, merge (cosine ≥ 0.95), archive, consolidate, purge —
 //! deciding with the plain functions of [`policy`], [`similarity`] and
 //! [`consolidate`], reading and writing in chunks through
-//! `hindsight_shared::store::maintenance`. Runs are scheduled ([`schedule`]),
+//! `hindsight_store::maintenance`. Runs are scheduled ([`schedule`]),
 //! asked for over NATS ([`control`]), recorded, reversible ([`restore`]) and
 //! one at a time across replicas.
 
@@ -28,8 +28,8 @@ use std::time::Duration;
 use hindsight_shared::{
     config::Config,
     service::{self, Context, StageTask},
-    store::Store,
 };
+use hindsight_store::Store;
 pub use janitor::Janitor;
 pub use request::{JanitorError, Outcome, RunReport, RunRequest, Trigger};
 

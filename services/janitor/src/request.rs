@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
-use hindsight_shared::store::StoreError;
+use hindsight_store::StoreError;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 

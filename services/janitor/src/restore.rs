@@ -1,6 +1,6 @@
 //! `hindsight maintenance restore RUN_ID`: undoing one run, under the lock.
 
-use hindsight_shared::store::maintenance::restore::Restored;
+use hindsight_store::maintenance::restore::Restored;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 

@@ -13,7 +13,7 @@
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use hindsight_shared::store::maintenance::runs::{NewRun, RunRow};
+use hindsight_store::maintenance::runs::{NewRun, RunRow};
 use sqlx::Connection;
 use uuid::Uuid;
 

@@ -2,7 +2,7 @@
 //! memories near it (read by the stage), create, merge or supersede.
 
 use hindsight_core::embedding::cosine;
-use hindsight_shared::store::memories::Candidate;
+use hindsight_store::memories::Candidate;
 use hindsight_text::statement::{contradicts, merged_content, value_differs};
 use uuid::Uuid;
 

@@ -6,7 +6,7 @@ use std::{collections::HashMap, time::Duration};
 
 use hindsight_core::{Namespace, embedding::ModelId, memory::Status};
 use hindsight_index::{Collection, IndexError, Payload, Point, VectorIndex};
-use hindsight_shared::store::{Store, StoreError, memories::Indexable};
+use hindsight_store::{Store, StoreError, memories::Indexable};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 

@@ -9,13 +9,11 @@ use hindsight_core::{
     stage::NoOutput,
 };
 use hindsight_index::{Collection, Scope, VectorIndex};
-use hindsight_shared::{
-    events,
-    store::{
-        Store, StoreError,
-        memories::{self, Candidate, NewMemory},
-        turns,
-    },
+use hindsight_shared::events;
+use hindsight_store::{
+    Store, StoreError,
+    memories::{self, Candidate, NewMemory},
+    turns,
 };
 use hindsight_text::statement;
 use serde_json::json;

@@ -4,39 +4,25 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::turn::{Source, Trust, TurnContext};
+use crate::{
+    closed_set::closed_set,
+    turn::{Source, Trust, TurnContext},
+};
 
-/// What kind of statement a fact is; decides its default importance.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::IntoStaticStr,
-    strum::Display,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "lowercase")]
-#[strum(serialize_all = "lowercase")]
-pub enum FactType {
-    Preference,
-    Constraint,
-    Event,
-    Plan,
-    Entity,
-    Relation,
-    Fact,
+closed_set! {
+    /// What kind of statement a fact is; decides its default importance.
+    pub enum FactType: "fact type", names "lowercase" {
+        Preference,
+        Constraint,
+        Event,
+        Plan,
+        Entity,
+        Relation,
+        Fact,
+    }
 }
 
 impl FactType {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
     /// Reads a type name leniently (case, plural, a few synonyms); `None` if unknown.
     pub fn parse(s: &str) -> Option<Self> {
         let s = s.trim().to_ascii_lowercase();

@@ -7,14 +7,19 @@
 //! every pipeline step implements, [`ids`] and [`zone`] are the rules for
 //! identifiers and calendars. [`settings`] are the plain settings of the
 //! adapter crates (embedder, index), so that those link this crate alone, and
-//! [`http_client`] is the one way to build an outbound HTTP client.
+//! [`http_client`] is the one way to build an outbound HTTP client, [`retry`]
+//! the one backoff policy (reaching a dependency at start, redeliveries).
+//! [`closed_set`] declares every closed set (status, kind, fact type, signal,
+//! fusion) the same way: one name per member, read back strictly.
 
+pub mod closed_set;
 pub mod embedding;
 pub mod fact;
 pub mod http_client;
 pub mod ids;
 pub mod memory;
 pub mod namespace;
+pub mod retry;
 pub mod settings;
 pub mod signal;
 pub mod stage;

@@ -10,7 +10,7 @@ use std::{
 };
 
 use async_trait::async_trait;
-use hindsight_core::memory::names;
+use hindsight_core::closed_set::names;
 use qdrant_edge::{
     Condition, CountRequest, DEFAULT_VECTOR_NAME, Distance, EdgeConfig, EdgeShard,
     EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Match, NamedQuery,

@@ -3,7 +3,7 @@
 //! embedded index cannot.
 
 use async_trait::async_trait;
-use hindsight_core::memory::names;
+use hindsight_core::closed_set::names;
 use qdrant_client::{
     Payload as QdrantPayload, Qdrant,
     qdrant::{

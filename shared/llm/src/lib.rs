@@ -27,7 +27,8 @@ use async_openai::{
         ResponseFormatJsonSchema,
     },
 };
-use hindsight_shared::{config::LlmConfig, events, retry};
+use hindsight_core::retry;
+use hindsight_shared::{config::LlmConfig, events};
 
 pub use http::HttpFailure;
 

@@ -8,7 +8,7 @@ use std::{
 
 use hindsight_core::memory::Status;
 use hindsight_index::{Collection, Hit, Scope};
-use hindsight_shared::store::StoreError;
+use hindsight_store::StoreError;
 use uuid::Uuid;
 
 use crate::rank::{fusion::Fused, second_hop};

@@ -7,10 +7,8 @@ use std::sync::Arc;
 use hindsight_core::Namespace;
 use hindsight_embedder::Embedder;
 use hindsight_index::VectorIndex;
-use hindsight_shared::{
-    config::RecallConfig,
-    store::{Store, StoreError},
-};
+use hindsight_shared::config::RecallConfig;
+use hindsight_store::{Store, StoreError};
 
 use crate::{rank::fusion::Weights, request::RequestError, working::WorkingMemory};
 

@@ -6,11 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::rank::{fusion::Parts, memory::RecalledMemory};
 use chrono::{DateTime, Utc};
-use hindsight_core::{
-    fact::FactType,
-    memory::{Status, VariantArray},
-    signal::Signal,
-};
+use hindsight_core::{closed_set::VariantArray, fact::FactType, memory::Status, signal::Signal};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 

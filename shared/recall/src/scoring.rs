@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use hindsight_core::embedding::cosine;
 use hindsight_index::Hit;
-use hindsight_shared::{config::RecallConfig, store::row::MemoryRow};
+use hindsight_shared::config::RecallConfig;
+use hindsight_store::row::MemoryRow;
 use uuid::Uuid;
 
 use crate::{

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use hindsight_core::{memory::names, signal::Signal};
+use hindsight_core::{closed_set::names, signal::Signal};
 use hindsight_text::duration;
 
 use super::{ConfigError, default_of};

@@ -24,8 +24,8 @@ use hindsight_core::{Namespace, memory::Status};
 use hindsight_shared::{
     dlq, events,
     status::{self, StreamStatus},
-    store::{Store, maintenance::runs::RunRow, observe::MemoryCount},
 };
+use hindsight_store::{Store, maintenance::runs::RunRow, observe::MemoryCount};
 use serde::Serialize;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;

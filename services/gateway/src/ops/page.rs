@@ -4,8 +4,8 @@
 
 use std::{fmt::Write, time::Duration};
 
+use hindsight_core::closed_set::VariantArray;
 use hindsight_core::memory::Status;
-use hindsight_core::memory::VariantArray;
 
 use super::Snapshot;
 

@@ -10,7 +10,8 @@ use hindsight_janitor::{
     Outcome, RunReport, RunRequest, Trigger,
     control::{self, RunAsk},
 };
-use hindsight_shared::{Config, bus::Bus, store::Store};
+use hindsight_shared::{Config, bus::Bus};
+use hindsight_store::Store;
 use uuid::Uuid;
 
 #[derive(clap::Subcommand)]
@@ -162,7 +163,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             }
         }
         Command::Runs { limit, json } => {
-            let store = Store::connect(&config).await?;
+            let store = Store::connect(&config.database_url, config.db_pool).await?;
             let runs = store.runs(limit).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&runs)?);
@@ -207,7 +208,7 @@ where
 }
 
 async fn local(config: &Config, bus: &Option<Bus>) -> anyhow::Result<hindsight_janitor::Janitor> {
-    let store = Store::connect(config)
+    let store = Store::connect(&config.database_url, config.db_pool)
         .await
         .context("connecting to Postgres")?;
     Ok(hindsight_janitor::janitor(config, store, bus.as_ref()))

@@ -5,7 +5,8 @@
 
 use hindsight_core::ids::is_valid_tenant;
 use hindsight_gateway::{REMOTE_RECALL_TIMEOUT, api::Gateway};
-use hindsight_shared::{bus::Bus, store::Store};
+use hindsight_shared::bus::Bus;
+use hindsight_store::Store;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -26,7 +27,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     let config = super::setup()?;
     let bus = Bus::connect(&config).await?;
-    let store = Store::connect(&config).await?;
+    let store = Store::connect(&config.database_url, config.db_pool).await?;
     let ctx = hindsight_shared::service::Context {
         config: config.clone(),
         bus: bus.clone(),

@@ -51,7 +51,7 @@ pub fn config() -> anyhow::Result<()> {
 
 pub async fn reindex() -> anyhow::Result<()> {
     let config = setup()?;
-    let store = hindsight_shared::store::Store::connect(&config).await?;
+    let store = hindsight_store::Store::connect(&config.database_url, config.db_pool).await?;
     let index = hindsight_index::open(&config.index, &config.data_dir)?;
     let started = std::time::Instant::now();
     let count =

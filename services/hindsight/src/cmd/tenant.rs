@@ -1,7 +1,7 @@
 //! `hindsight tenant`: create tenants and their bearer keys for the gateway.
 
 use hindsight_core::ids::is_valid_tenant;
-use hindsight_shared::store::Store;
+use hindsight_store::Store;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -14,7 +14,7 @@ pub enum Command {
 
 pub async fn run(command: Command) -> anyhow::Result<()> {
     let config = super::setup()?;
-    let store = Store::connect(&config).await?;
+    let store = Store::connect(&config.database_url, config.db_pool).await?;
     match command {
         Command::Create { name } => {
             if !is_valid_tenant(&name) {

@@ -16,10 +16,10 @@
 //! would score near zero anyway; scoring it would cost a scan of most of the
 //! user's rows, and the time of a recall.
 
-use hindsight_core::memory::{Status, names};
+use hindsight_core::{closed_set::names, memory::Status};
 use uuid::Uuid;
 
-use hindsight_shared::store::{Store, StoreError};
+use hindsight_store::{Store, StoreError};
 use hindsight_text::terms;
 
 /// How many memories the channel scores at most (see the module doc).

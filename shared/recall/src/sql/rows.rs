@@ -9,11 +9,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use hindsight_core::{
-    fact::FactType,
-    memory::{Status, names},
-};
-use hindsight_shared::store::{
+use hindsight_core::{closed_set::names, fact::FactType, memory::Status};
+use hindsight_store::{
     Store, StoreError,
     row::{MEMORY_ROW_COLUMNS, MemoryRow},
 };

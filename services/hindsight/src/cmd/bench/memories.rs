@@ -7,7 +7,7 @@ use hindsight_core::{
     fact::FactType,
     memory::{Kind, Status},
 };
-use hindsight_shared::store::memories;
+use hindsight_store::memories;
 use hindsight_text::statement;
 use uuid::Uuid;
 

@@ -20,7 +20,8 @@ use hindsight_core::{
 };
 use hindsight_index::{Collection, Payload, Point, VectorIndex};
 use hindsight_recall::{RecallRequest, Timings};
-use hindsight_shared::{service::Context, store::memories};
+use hindsight_shared::service::Context;
+use hindsight_store::memories;
 use hindsight_text::statement;
 use serde::Serialize;
 use uuid::Uuid;

@@ -258,7 +258,7 @@ pub async fn verify(d: &Deployment, turns: &Turns) -> (Counts, Vec<String>) {
         )
         .bind(&name)
         .bind(&version)
-        .bind(hindsight_core::memory::names(
+        .bind(hindsight_core::closed_set::names(
             &hindsight_core::memory::Status::INDEXED,
         ))
         .fetch_one(pool)

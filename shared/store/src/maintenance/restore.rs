@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::store::{Store, StoreError};
+use crate::{Store, StoreError};
 
 /// What a restore put back, per kind of change, and what it could not.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

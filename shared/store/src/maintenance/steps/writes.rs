@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::store::{StoreError, maintenance::ACTOR};
+use crate::{StoreError, maintenance::ACTOR};
 
 /// Writes one audit event per memory of a run.
 async fn add_events(
@@ -221,13 +221,13 @@ pub async fn insert_summaries(
     conn: &mut PgConnection,
     run: Uuid,
     as_of: DateTime<Utc>,
-    summaries: &[(crate::store::memories::NewMemory, Vec<Uuid>)],
+    summaries: &[(crate::memories::NewMemory, Vec<Uuid>)],
 ) -> Result<(), StoreError> {
     if summaries.is_empty() {
         return Ok(());
     }
     for (m, _) in summaries {
-        crate::store::memories::insert_on(&mut *conn, m).await?;
+        crate::memories::insert_on(&mut *conn, m).await?;
     }
     // Written as of the run's clock, so a resumed run writes the same rows.
     let ids: Vec<Uuid> = summaries.iter().map(|(m, _)| m.id).collect();

@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
 
-use crate::store::{Store, StoreError};
+use crate::{Store, StoreError};
 
 /// One run as recorded.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]

@@ -5,7 +5,7 @@ use sqlx::{
     postgres::{PgConnectOptions, PgPoolOptions},
 };
 
-use crate::{config::Config, retry};
+use hindsight_core::retry;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -20,7 +20,7 @@ pub enum StoreError {
     #[error("database: {0}")]
     Query(#[from] sqlx::Error),
     #[error("a stored value outside its set: {0}")]
-    Stored(#[from] hindsight_core::memory::UnknownName),
+    Stored(#[from] hindsight_core::closed_set::UnknownName),
 }
 
 /// The Postgres pool every store module works through.
@@ -32,16 +32,17 @@ pub struct Store {
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 impl Store {
-    /// Connects to the configured database, creating it if missing and applying
-    /// migrations. Retries for up to 30 s while Postgres is starting.
-    pub async fn connect(config: &Config) -> Result<Self, StoreError> {
-        let options = PgConnectOptions::from_str(&config.database_url)
+    /// Connects to the database at `url` with a pool of up to `pool` connections,
+    /// creating the database if missing and applying migrations. Retries for up to
+    /// 30 s while Postgres is starting.
+    pub async fn connect(url: &str, pool: u32) -> Result<Self, StoreError> {
+        let options = PgConnectOptions::from_str(url)
             .map_err(|e| StoreError::Url(e.to_string()))?
             .disable_statement_logging();
         create_database_if_missing(&options).await?;
         let pool = retry::with_backoff("postgres", Duration::from_secs(30), || {
             PgPoolOptions::new()
-                .max_connections(config.db_pool)
+                .max_connections(pool)
                 .acquire_timeout(Duration::from_secs(10))
                 .connect_with(options.clone())
         })

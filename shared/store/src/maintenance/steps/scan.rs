@@ -9,7 +9,7 @@ use hindsight_core::{
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// What the policy needs of a memory (content only for constraints, whose
 /// words decide a health-and-safety floor).

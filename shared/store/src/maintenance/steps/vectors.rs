@@ -6,7 +6,7 @@ use hindsight_core::fact::FactType;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// The memories of one user and embedding model that a step looks at together.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
