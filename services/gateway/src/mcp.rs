@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use axum::Router;
 use chrono::{DateTime, Utc};
-use hindsight_recall::{Include, RecallRequest, RecallResponse};
+use hindsight_core::{closed_set::UnknownName, fact::FactType, memory::Status};
+use hindsight_recall::{RecallRequest, RecallResponse};
 
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
@@ -149,6 +150,17 @@ fn api_failure(e: ApiError) -> CallToolResult {
     failure(format!("{e}{hint}"))
 }
 
+/// Members of a closed set by name (an argument's list of types or statuses).
+fn names_in<T: std::str::FromStr<Err = UnknownName>>(
+    names: Option<Vec<String>>,
+) -> Result<Vec<T>, UnknownName> {
+    names
+        .unwrap_or_default()
+        .iter()
+        .map(|n| n.trim().parse())
+        .collect()
+}
+
 fn memory_id(raw: &str) -> Result<Uuid, String> {
     Uuid::parse_str(raw).map_err(|_| {
         format!("{raw:?} is not a memory id; memory_search with format json lists ids")
@@ -275,16 +287,13 @@ answer says it is degraded, the vector index was unavailable and only keyword se
         };
         let mut req = RecallRequest::new(user, args.query);
         req.session_id = args.session_id;
-        req.fact_types = args.fact_types.unwrap_or_default();
+        req.fact_types = match names_in::<FactType>(args.fact_types) {
+            Ok(t) => t,
+            Err(e) => return Ok(failure(e.to_string())),
+        };
         req.top_k = args.top_k;
         req.max_tokens = args.max_tokens;
-        req.include = match args
-            .include
-            .unwrap_or_default()
-            .iter()
-            .map(|s| Include::parse(s))
-            .collect::<Result<Vec<_>, _>>()
-        {
+        req.include = match names_in::<Status>(args.include) {
             Ok(i) => i,
             Err(e) => return Ok(failure(e.to_string())),
         };

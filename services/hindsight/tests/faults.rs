@@ -45,8 +45,8 @@ use std::{
 };
 
 use harness::{
-    Pipeline, Rng, STAGES, Turns, consumers, drained, local_servers, mean_max, memories,
-    pending_index, publish, restart_postgres, start_nats, stop_nats, subject, turns, verify,
+    Pipeline, STAGES, Turns, consumers, drained, local_servers, mean_max, memories, pending_index,
+    publish, restart_postgres, start_nats, stop_nats, subject, turns, verify,
 };
 use hindsight_tests::{
     Deployment,
@@ -182,14 +182,15 @@ async fn kill_9_of_random_stage_processes_during_a_10000_turn_ingest() {
         });
     // Printed now, so that a failure's output names the schedule to replay.
     eprintln!("faults kill-9: seed {seed} (FAULTS_SEED replays it)");
-    let mut rng = Rng(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let started = Instant::now();
     let publisher = start_publishing(&d, &turns, 250.0);
     let mut kills: BTreeMap<&str, usize> = BTreeMap::new();
     let mut recoveries = Vec::new();
     for _ in 0..20 {
-        p.supervised_sleep(rng.millis(800, 2400)).await;
-        let stage = STAGES[rng.below(STAGES.len())];
+        p.supervised_sleep(Duration::from_millis(rng.u64(800..2400)))
+            .await;
+        let stage = STAGES[rng.usize(..STAGES.len())];
         recoveries.push(p.kill9_and_restart(stage).await);
         *kills.entry(stage).or_default() += 1;
     }

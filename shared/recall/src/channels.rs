@@ -181,7 +181,7 @@ impl Recaller {
             tenant: tenant.to_string(),
             user_id: req.user_id.clone(),
             statuses: statuses.to_vec(),
-            fact_types: req.fact_type_filter(),
+            fact_types: req.fact_types.clone(),
             session_id: req.session_id.clone(),
             // The time range is applied in Postgres, on the memory's date
             // (when it happened, else when it was learnt).

@@ -47,7 +47,7 @@ impl Recaller {
         let statuses = req.statuses();
         let filters = Filters {
             session_id: req.session_id.clone(),
-            fact_types: req.fact_type_filter(),
+            fact_types: req.fact_types.clone(),
             occurred_from: req.from,
             occurred_to: req.to,
         };

@@ -6,7 +6,12 @@ use std::collections::BTreeMap;
 
 use crate::rank::{fusion::Parts, memory::RecalledMemory};
 use chrono::{DateTime, Utc};
-use hindsight_core::{closed_set::VariantArray, fact::FactType, memory::Status, signal::Signal};
+use hindsight_core::{
+    closed_set::{VariantArray, names},
+    fact::FactType,
+    memory::Status,
+    signal::Signal,
+};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -15,36 +20,9 @@ pub const MAX_QUERY_CHARS: usize = 4_000;
 /// The largest token budget a request may ask for.
 pub const MAX_TOKENS_LIMIT: usize = 32_000;
 
-/// Statuses recall leaves out unless asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Include {
-    Superseded,
-    Archived,
-    Quarantined,
-}
-
-impl Include {
-    pub fn status(self) -> Status {
-        match self {
-            Include::Superseded => Status::Superseded,
-            Include::Archived => Status::Archived,
-            Include::Quarantined => Status::Quarantined,
-        }
-    }
-
-    pub fn parse(text: &str) -> Result<Self, RequestError> {
-        match Status::try_from(text.trim()) {
-            Ok(Status::Superseded) => Ok(Include::Superseded),
-            Ok(Status::Archived) => Ok(Include::Archived),
-            Ok(Status::Quarantined) => Ok(Include::Quarantined),
-            _ => Err(RequestError(format!(
-                "unknown status to include {:?}: expected superseded, archived or quarantined",
-                text.trim()
-            ))),
-        }
-    }
-}
+/// The statuses a request may ask for beside active ones (`include`); the
+/// rest (deleted) recall never shows.
+pub const INCLUDABLE: [Status; 3] = [Status::Superseded, Status::Archived, Status::Quarantined];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,7 +34,7 @@ pub struct RecallRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fact_types: Vec<String>,
+    pub fact_types: Vec<FactType>,
     /// When the memory happened (else when it was learnt), inclusive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<DateTime<Utc>>,
@@ -70,8 +48,9 @@ pub struct RecallRequest {
     pub top_k: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<usize>,
+    /// Statuses searched beside active ones, from [`INCLUDABLE`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub include: Vec<Include>,
+    pub include: Vec<Status>,
     #[serde(default)]
     pub explain: bool,
 }
@@ -128,10 +107,11 @@ impl RecallRequest {
                 "max_tokens must be between 1 and {MAX_TOKENS_LIMIT}"
             ));
         }
-        for t in &self.fact_types {
-            if let Err(e) = FactType::try_from(t.as_str()) {
-                return fail(e.to_string());
-            }
+        if let Some(s) = self.include.iter().find(|s| !INCLUDABLE.contains(s)) {
+            return fail(format!(
+                "include takes {}, not {s}",
+                names(&INCLUDABLE).join(", ")
+            ));
         }
         if let (Some(from), Some(to)) = (self.from, self.to)
             && from > to
@@ -141,21 +121,12 @@ impl RecallRequest {
         Ok(())
     }
 
-    /// The fact types asked for ([`validate`](Self::validate) refused any other name).
-    pub fn fact_type_filter(&self) -> Vec<FactType> {
-        self.fact_types
-            .iter()
-            .filter_map(|t| FactType::try_from(t.as_str()).ok())
-            .collect()
-    }
-
     /// The statuses searched: active, plus those asked for.
     pub fn statuses(&self) -> Vec<Status> {
         let mut s = vec![Status::Active];
-        for i in &self.include {
-            let status = i.status();
-            if !s.contains(&status) {
-                s.push(status);
+        for status in &self.include {
+            if !s.contains(status) {
+                s.push(*status);
             }
         }
         s
@@ -243,12 +214,19 @@ mod tests {
         r.top_k = Some(0);
         assert!(r.validate().is_err());
         r.top_k = Some(10);
-        r.fact_types = vec!["opinion".into()];
+        r.include = vec![Status::Deleted];
+        assert_eq!(
+            r.validate().expect_err("deleted").0,
+            "include takes superseded, archived, quarantined, not deleted"
+        );
+        let unknown = serde_json::from_str::<RecallRequest>(
+            r#"{"user_id":"u","query":"q","fact_types":["opinion"]}"#,
+        )
+        .map(|_| ())
+        .expect_err("an unknown fact type");
         assert!(
-            r.validate()
-                .expect_err("unknown type")
-                .0
-                .contains("unknown fact type")
+            unknown.to_string().contains("unknown variant `opinion`"),
+            "{unknown}"
         );
         let empty = RecallRequest::new("u", " ");
         assert!(
@@ -264,7 +242,7 @@ mod tests {
     fn statuses_are_active_plus_those_included() {
         let mut r = RecallRequest::new("u", "q");
         assert_eq!(r.statuses(), [Status::Active]);
-        r.include = vec![Include::Superseded, Include::Superseded, Include::Archived];
+        r.include = vec![Status::Superseded, Status::Superseded, Status::Archived];
         assert_eq!(
             r.statuses(),
             [Status::Active, Status::Superseded, Status::Archived]

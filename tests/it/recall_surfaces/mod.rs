@@ -10,7 +10,7 @@ use std::{sync::Arc, time::Duration};
 
 use hindsight_gateway::{error::ApiError, remote};
 use hindsight_index::outage::Outage;
-use hindsight_recall::{Include, RecallRequest, RecallResponse};
+use hindsight_recall::{RecallRequest, RecallResponse};
 use hindsight_tests::{
     Deployment,
     mcp::McpSession,

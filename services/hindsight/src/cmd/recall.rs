@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use hindsight_core::{fact::FactType, memory::Status};
+use hindsight_recall::RecallRequest;
 use hindsight_recall::rank::brief;
-use hindsight_recall::{Include, RecallRequest};
 
 #[derive(clap::Args)]
 #[command(
@@ -27,10 +28,11 @@ pub struct Args {
     max_tokens: Option<usize>,
     /// Also search these statuses: superseded, archived, quarantined (comma-separated).
     #[arg(long, value_delimiter = ',')]
-    include: Vec<String>,
-    /// Only these fact types (comma-separated).
+    include: Vec<Status>,
+    /// Only these fact types (comma-separated): preference, constraint, event, plan, entity,
+    /// relation, fact.
     #[arg(long, value_delimiter = ',')]
-    types: Vec<String>,
+    types: Vec<FactType>,
     /// Print the whole answer as one JSON object.
     #[arg(long, conflicts_with = "brief")]
     json: bool,
@@ -55,11 +57,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     req.max_tokens = args.max_tokens;
     req.fact_types = args.types;
     req.explain = args.explain;
-    req.include = args
-        .include
-        .iter()
-        .map(|s| Include::parse(s))
-        .collect::<Result<_, _>>()?;
+    req.include = args.include;
     req.validate()?;
     let answer = hindsight_gateway::remote::request(
         &bus.client,

@@ -11,7 +11,7 @@ use hindsight_store::memories;
 use hindsight_text::statement;
 use uuid::Uuid;
 
-use super::support::Rng;
+use super::support::{seeded, unit};
 
 pub(super) const DIMENSION: usize = 384;
 pub(super) const TENANTS: &[&str] = &["acme", "globex", "initech"];
@@ -124,7 +124,7 @@ struct Memory {
 
 /// Deterministic memories: the same seed, users and clock give the same rows.
 pub(super) struct Generator {
-    rng: Rng,
+    rng: fastrand::Rng,
     users: usize,
     now: DateTime<Utc>,
     /// A planted near-duplicate of the previous memory, written next.
@@ -134,7 +134,7 @@ pub(super) struct Generator {
 impl Generator {
     pub(super) fn new(users: usize, now: DateTime<Utc>) -> Self {
         Self {
-            rng: Rng(0x2545_f491_4f6c_dd1d),
+            rng: seeded(0x2545_f491_4f6c_dd1d),
             users,
             now,
             pending: None,
@@ -142,22 +142,22 @@ impl Generator {
     }
 
     fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.rng.below(items.len())]
+        items[self.rng.usize(..items.len())]
     }
 
     fn days(&mut self, from: f64, to: f64) -> Duration {
-        Duration::seconds(((from + (to - from) * self.rng.fraction()) * 86_400.0) as i64)
+        Duration::seconds(((from + (to - from) * self.rng.f64()) * 86_400.0) as i64)
     }
 
     fn uuid(&mut self) -> Uuid {
         let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&self.rng.next().to_le_bytes());
-        bytes[8..].copy_from_slice(&self.rng.next().to_le_bytes());
+        bytes[..8].copy_from_slice(&self.rng.u64(..).to_le_bytes());
+        bytes[8..].copy_from_slice(&self.rng.u64(..).to_le_bytes());
         uuid::Builder::from_random_bytes(bytes).into_uuid()
     }
 
     fn unit_vector(&mut self) -> Vec<f32> {
-        let mut v: Vec<f32> = (0..DIMENSION).map(|_| self.rng.unit()).collect();
+        let mut v: Vec<f32> = (0..DIMENSION).map(|_| unit(&mut self.rng)).collect();
         hindsight_embedder::normalise(&mut v);
         v
     }
@@ -179,14 +179,13 @@ impl Generator {
             return m;
         }
         // Uneven users: the largest holds ~1% of the memories, the median ~0.08%.
-        let user =
-            ((self.users as f64 * self.rng.fraction().powf(1.5)) as usize).min(self.users - 1);
+        let user = ((self.users as f64 * self.rng.f64().powf(1.5)) as usize).min(self.users - 1);
         let (p, q) = (self.pick(PEOPLE), self.pick(PEOPLE));
         let (place, thing) = (self.pick(PLACES), self.pick(THINGS));
-        let mix = self.rng.fraction();
+        let mix = self.rng.f64();
         let (kind, fact_type, content, entities) = if mix < 0.10 {
             let event = self.pick(EVENTS);
-            let entities = match self.rng.below(3) {
+            let entities = match self.rng.usize(..3) {
                 0 => vec![place],
                 1 => vec![place, q],
                 _ => vec![place, q, p],
@@ -194,7 +193,7 @@ impl Generator {
             let content = format!("{p} {event} {place} with {q}");
             (Kind::Episodic, FactType::Event, content, entities)
         } else if mix < 0.12 {
-            let rule = if self.rng.chance(0.4) {
+            let rule = if self.rng.f64() < 0.4 {
                 self.pick(HEALTH)
             } else {
                 self.pick(RULES)
@@ -206,7 +205,7 @@ impl Generator {
                 vec![],
             )
         } else {
-            let (fact_type, content) = match self.rng.below(20) {
+            let (fact_type, content) = match self.rng.usize(..20) {
                 0..=5 => (
                     FactType::Preference,
                     format!("{p} prefers {thing} in {place}"),
@@ -219,7 +218,7 @@ impl Generator {
                     format!("{q} is a neighbour of {p} in {place}"),
                 ),
             };
-            let entities = if self.rng.chance(0.4) {
+            let entities = if self.rng.f64() < 0.4 {
                 vec![p]
             } else {
                 vec![]
@@ -229,10 +228,10 @@ impl Generator {
         let mut age = self.days(0.0, 730.0);
         let (mut status, mut archived_at) = (Status::Active, None);
         // Archived or deleted long ago: the purge's candidates.
-        if self.rng.chance(0.03) {
+        if self.rng.f64() < 0.03 {
             age = self.days(60.0, 730.0);
             let archived = self.days(31.0, age.num_seconds() as f64 / 86_400.0);
-            status = if self.rng.chance(0.8) {
+            status = if self.rng.f64() < 0.8 {
                 Status::Archived
             } else {
                 Status::Deleted
@@ -241,9 +240,9 @@ impl Generator {
         }
         let created_at = self.now - age;
         // Most memories are never recalled; recalls are mostly recent.
-        let (access_count, last_accessed_at) = if self.rng.chance(0.25) {
-            let count = 60f64.powf(self.rng.fraction()) as i32;
-            let back = age.num_seconds() as f64 * self.rng.fraction().powi(3);
+        let (access_count, last_accessed_at) = if self.rng.f64() < 0.25 {
+            let count = 60f64.powf(self.rng.f64()) as i32;
+            let back = age.num_seconds() as f64 * self.rng.f64().powi(3);
             (
                 count.max(1),
                 Some(self.now - Duration::seconds(back as i64)),
@@ -255,14 +254,14 @@ impl Generator {
         let memory = Memory {
             id: self.uuid(),
             user,
-            session: format!("s{}", self.rng.below(40)),
+            session: format!("s{}", self.rng.usize(..40)),
             kind,
             fact_type,
             content,
             entities,
-            importance: 0.1 + 0.8 * self.rng.fraction() as f32,
-            confidence: 0.6 + 0.35 * self.rng.fraction() as f32,
-            trust: match self.rng.below(20) {
+            importance: 0.1 + 0.8 * self.rng.f64() as f32,
+            confidence: 0.6 + 0.35 * self.rng.f64() as f32,
+            trust: match self.rng.usize(..20) {
                 0 => "low",
                 1..=5 => "medium",
                 _ => "high",
@@ -276,14 +275,14 @@ impl Generator {
             embedding: self.unit_vector(),
         };
         // About 1% of memories have a near-duplicate planted right after them.
-        if status == Status::Active && self.rng.chance(0.01) {
-            let cos = 0.96 + 0.035 * self.rng.fraction() as f32;
+        if status == Status::Active && self.rng.f64() < 0.01 {
+            let cos = 0.96 + 0.035 * self.rng.f64() as f32;
             let suffix = self.pick(SUFFIXES);
             let later = (memory.created_at + self.days(0.0, 3.0)).min(self.now);
             let mut twin = memory.clone();
             twin.id = self.uuid();
             twin.content = format!("{}{suffix}", memory.content);
-            twin.importance = 0.1 + 0.8 * self.rng.fraction() as f32;
+            twin.importance = 0.1 + 0.8 * self.rng.f64() as f32;
             twin.created_at = later;
             twin.occurred_at = memory.occurred_at.map(|t| t.max(later - Duration::days(2)));
             twin.last_accessed_at = None;

@@ -26,7 +26,7 @@ use hindsight_text::statement;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::support::{Rng, percentile, sandboxed};
+use super::support::{percentile, sandboxed, seeded, unit};
 
 const TENANT: &str = "bench";
 const USER: &str = "heavy";
@@ -121,7 +121,7 @@ async fn measure(ctx: &Context, memories: usize, queries: usize) -> anyhow::Resu
     }
     // The heavy user, and 20 others with 1,000 memories each so that filtering matters.
     let others = 20 * 1_000;
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = seeded(0x9e37_79b9_7f4a_7c15);
     let total = memories + others;
     let mut i = 0;
     while i < total {
@@ -135,7 +135,10 @@ async fn measure(ctx: &Context, memories: usize, queries: usize) -> anyhow::Resu
             };
             let b = n % texts.len();
             let content = format!("{} (entry {n})", texts[b]);
-            let mut v: Vec<f32> = vectors[b].iter().map(|x| x + 0.02 * rng.unit()).collect();
+            let mut v: Vec<f32> = vectors[b]
+                .iter()
+                .map(|x| x + 0.02 * unit(&mut rng))
+                .collect();
             hindsight_embedder::normalise(&mut v);
             rows.push((Uuid::new_v4(), user, content, v, (n % 10) as f32 / 10.0));
         }

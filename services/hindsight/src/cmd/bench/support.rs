@@ -21,36 +21,14 @@ pub(crate) async fn sandboxed<T>(
     result
 }
 
-/// A small deterministic generator (xorshift), so runs are comparable.
-pub(crate) struct Rng(pub u64);
+/// A seeded generator, so runs draw the same corpus and queries and are comparable.
+pub(crate) fn seeded(seed: u64) -> fastrand::Rng {
+    fastrand::Rng::with_seed(seed)
+}
 
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform in [-1, 1).
-    pub fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-
-    /// Uniform in [0, 1).
-    pub fn fraction(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in [0, n).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.fraction() * n as f64) as usize
-    }
-
-    /// True with probability `p`.
-    pub fn chance(&mut self, p: f64) -> bool {
-        self.fraction() < p
-    }
+/// Uniform in [-1, 1): one coordinate of a random vector.
+pub(crate) fn unit(rng: &mut fastrand::Rng) -> f32 {
+    rng.f32() * 2.0 - 1.0
 }
 
 pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {

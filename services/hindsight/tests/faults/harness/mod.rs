@@ -198,28 +198,6 @@ pub fn subject(d: &Deployment, tenant: &str) -> String {
 
 // ---------------------------------------------------------------- misc
 
-/// A small deterministic generator (xorshift) for the kill schedule.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform in [0, n).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// Uniform in [lo, hi) milliseconds.
-    pub fn millis(&mut self, lo: u64, hi: u64) -> Duration {
-        Duration::from_millis(lo + self.next() % (hi - lo))
-    }
-}
-
 /// Mean and max of some durations, in ms.
 pub fn mean_max(ds: &[Duration]) -> (u128, u128) {
     if ds.is_empty() {
