@@ -3,6 +3,7 @@
 //! dependency graph once; a binary per suite linked it nineteen times. Each test makes its own
 //! namespace and database, so the suites run side by side.
 
+mod dedupe_languages;
 mod embedder_reference;
 mod envelope_roundtrip;
 mod extract_pipeline;

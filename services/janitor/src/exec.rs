@@ -3,7 +3,7 @@
 //! [`similarity`](crate::similarity), [`consolidate`]); here it is read,
 //! applied and counted.
 
-use std::time::Instant;
+use std::{collections::HashMap, time::Instant};
 
 use chrono::{DateTime, Utc};
 use hindsight_core::memory::{Kind, Status};
@@ -11,6 +11,7 @@ use hindsight_store::{
     Store,
     maintenance::steps::{self, Archive, Decay, Position, Survivor},
 };
+use hindsight_text::frame::Reading;
 use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
 
@@ -190,7 +191,19 @@ impl Exec<'_> {
             // long, and each has a core.
             let compared = tokio::task::spawn_blocking(move || {
                 let vectors: Vec<&[f32]> = rows.iter().map(|r| r.embedding.as_slice()).collect();
-                let pairs = similarity::near_pairs(&vectors, cosine);
+                let mut pairs = similarity::near_pairs(&vectors, cosine);
+                // The words decide what the vectors suggest: the model may not
+                // read the script (to all-MiniLM-L6-v2 most Chinese sentences
+                // are near one another).
+                let mut readings: HashMap<usize, Reading> = HashMap::new();
+                pairs.retain(|&(a, b)| {
+                    for i in [a, b] {
+                        readings
+                            .entry(i)
+                            .or_insert_with(|| Reading::new(&rows[i].content));
+                    }
+                    readings[&a].restated_by(&readings[&b]).is_some()
+                });
                 let components = similarity::components(rows.len(), &pairs);
                 (rows, components)
             });

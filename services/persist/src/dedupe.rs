@@ -1,9 +1,11 @@
 //! Persist's decision as plain logic: given a new fact and the existing
-//! memories near it (read by the stage), create, merge or supersede.
+//! memories near it (read by the stage), create, merge or supersede. The
+//! cosine finds the candidates; what the words say of them decides
+//! ([`hindsight_text::frame`]), in every language alike.
 
 use hindsight_core::embedding::cosine;
 use hindsight_store::memories::Candidate;
-use hindsight_text::statement::{contradicts, merged_content, value_differs};
+use hindsight_text::frame::{Reading, Relation};
 use uuid::Uuid;
 
 /// What to do with a new fact.
@@ -27,9 +29,14 @@ pub enum Decision {
 pub const CONTRADICTION_MARGIN: f32 = 0.10;
 
 /// Decides against the candidates (active memories of the same tenant, user
-/// and model). Exact and normalised duplicates merge whatever their cosine;
-/// a contradiction supersedes; a near-duplicate merges unless it states
-/// another value of the same thing.
+/// and model). The same content (by its key) merges whatever the cosine.
+/// Otherwise the words decide what the vectors only suggest, since the
+/// embedder may not read the text's script: a candidate near enough
+/// (`threshold - CONTRADICTION_MARGIN`) is superseded when the new fact
+/// negates it or gives one of its one-valued attributes a new value (same
+/// subject, same attribute); one at `threshold` or nearer is merged into
+/// when the new fact restates it ([`Reading::restated_by`]: the same, or
+/// with a detail added). Anything else is a new memory.
 pub fn decide(
     content: &str,
     key: &str,
@@ -51,25 +58,44 @@ pub fn decide(
         .filter(|(_, s)| *s >= threshold - CONTRADICTION_MARGIN)
         .collect();
     near.sort_by(|(_, x), (_, y)| y.total_cmp(x));
-    if let Some((c, similarity)) = near.iter().find(|(c, _)| contradicts(&c.content, content)) {
+    let new = Reading::new(content);
+    let related: Vec<(&Candidate, f32, Reading)> = near
+        .into_iter()
+        .map(|(c, s)| (c, s, Reading::new(&c.content)))
+        .collect();
+    if let Some((c, similarity, _)) = related
+        .iter()
+        .find(|(_, _, old)| matches!(old.relation(&new), Relation::Changes(_) | Relation::Negates))
+    {
         return Decision::Supersede {
             old: c.id,
             similarity: *similarity,
         };
     }
-    match near.first() {
-        Some((c, similarity))
-            if *similarity >= threshold && !value_differs(&c.content, content) =>
-        {
-            let (content, take_vector) = merged_content(&c.content, content);
+    let merge = related
+        .iter()
+        .filter(|(_, s, _)| *s >= threshold)
+        .find_map(|(c, s, old)| old.restated_by(&new).map(|r| (c, s, r)));
+    match merge {
+        Some((c, similarity, relation)) => {
+            let take_new = matches!(
+                relation,
+                Relation::Refines {
+                    new_is_fuller: true
+                }
+            );
             Decision::Merge {
                 into: c.id,
                 similarity: *similarity,
-                content,
-                take_vector,
+                content: if take_new {
+                    content.to_string()
+                } else {
+                    c.content.clone()
+                },
+                take_vector: take_new,
             }
         }
-        _ => Decision::Create,
+        None => Decision::Create,
     }
 }
 
@@ -111,5 +137,39 @@ mod tests {
         assert!(
             matches!(decide("Tom now prefers blue", "tom now prefers blue", &[0.99, 0.14], &existing, 0.85), Decision::Supersede { old, .. } if old == Uuid::from_u128(1))
         );
+    }
+
+    /// The embedder reads no Chinese: every sentence lands near every other.
+    /// The words alone keep unrelated facts and other people apart.
+    #[test]
+    fn near_vectors_of_unrelated_statements_neither_merge_nor_supersede() {
+        let c = |id: u128, content: &str| Candidate {
+            id: Uuid::from_u128(id),
+            content: content.into(),
+            content_key: content_key(content),
+            embedding: vec![1.0, 0.0],
+            importance: 0.5,
+            confidence: 0.9,
+            entities: vec![],
+            context: None,
+        };
+        let existing = vec![c(1, "Li每周六去游泳。"), c(2, "Li的妹妹住在北京。")];
+        let near = [0.99, 0.14];
+        for unrelated in ["Li喜欢喝绿茶。", "Li喜欢喝咖啡。", "Li的哥哥住在广州。"]
+        {
+            assert_eq!(
+                decide(unrelated, &content_key(unrelated), &near, &existing, 0.85),
+                Decision::Create,
+                "{unrelated}"
+            );
+        }
+        assert!(matches!(
+            decide("Li的妹妹现在住在上海。", "", &near, &existing, 0.85),
+            Decision::Supersede { old, .. } if old == Uuid::from_u128(2)
+        ));
+        assert!(matches!(
+            decide("Li的妹妹住在北京朝阳区。", "", &near, &existing, 0.85),
+            Decision::Merge { into, take_vector: true, .. } if into == Uuid::from_u128(2)
+        ));
     }
 }

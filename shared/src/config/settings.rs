@@ -169,7 +169,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_DEDUPE_THRESHOLD",
         "0.85",
-        "Cosine at or above which a new fact merges into (or supersedes) an existing memory of the same user and model.",
+        "Cosine at or above which a new fact may merge into an existing memory of the same user and model (0.10 below it, supersede it). The cosine only proposes: the words decide, in every language: a merge needs the same content or an added detail (sharing half the content words, or characters in Chinese and Japanese), a supersede the same subject with a new value of a one-valued attribute, or the same statement negated (see the pipeline's persist section).",
     ),
     setting(
         "HINDSIGHT_SCREEN_THRESHOLD",

@@ -1,7 +1,8 @@
-//! What a statement says, as dedupe and recall compare them: its content key
-//! (the same words, whatever the case and punctuation), its frame and value
-//! (what it is about, and what it says of it), whether a new one contradicts
-//! an old one. No I/O here.
+//! What a statement says, as recall compares the memories of one answer: its
+//! content key (the same words, whatever the case and punctuation), its frame
+//! and value (what it is about, and what it says of it), whether a new one
+//! contradicts an old one. Persist's dedupe reads statements more closely, in
+//! every language ([`crate::frame`]). No I/O here.
 
 use std::collections::HashSet;
 
@@ -209,37 +210,6 @@ pub fn contradicts(old: &str, new: &str) -> bool {
     Statement::new(old).contradicted_by(&Statement::new(new))
 }
 
-/// The content of a merged memory, and whether the new fact's vector should
-/// replace the old one (when the new content is the one kept).
-pub fn merged_content(old: &str, new: &str) -> (String, bool) {
-    let (a, b) = (content_tokens(old), content_tokens(new));
-    let (sa, sb): (HashSet<&String>, HashSet<&String>) = (a.iter().collect(), b.iter().collect());
-    if sa.is_subset(&sb) {
-        return (new.to_string(), true);
-    }
-    if sb.is_subset(&sa) {
-        return (old.to_string(), false);
-    }
-    // Each holds details the other lacks: keep both, within reason. A word or
-    // two of difference is a paraphrase: keep the fuller one (the old on a tie).
-    let (only_a, only_b) = (sa.difference(&sb).count(), sb.difference(&sa).count());
-    if only_a <= 2 && only_b <= 2 {
-        return if b.len() > a.len() {
-            (new.to_string(), true)
-        } else {
-            (old.to_string(), false)
-        };
-    }
-    let combined = format!("{}; {}", old.trim_end_matches(['.', ' ']), new);
-    if combined.chars().count() <= 600 {
-        (combined, false)
-    } else if new.chars().count() > old.chars().count() {
-        (new.to_string(), true)
-    } else {
-        (old.to_string(), false)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,26 +256,5 @@ mod tests {
         ));
         assert!(!value_differs("Li住在北京朝阳区", "Li家在北京朝阳区"));
         assert!(!contradicts("Li likes cats", "Li likes dogs"));
-    }
-
-    #[test]
-    fn a_merge_keeps_the_more_specific_content() {
-        assert_eq!(
-            merged_content("Li lives in Beijing", "Li lives in Chaoyang, Beijing"),
-            ("Li lives in Chaoyang, Beijing".into(), true)
-        );
-        assert_eq!(
-            merged_content("Li lives in Chaoyang, Beijing", "Li lives in Beijing"),
-            ("Li lives in Chaoyang, Beijing".into(), false)
-        );
-        assert_eq!(
-            merged_content("Li lives in Beijing", "Li is based in Beijing").0,
-            "Li lives in Beijing"
-        );
-        let (both, _) = merged_content(
-            "Mel paints sunsets over the harbour",
-            "Mel paints lakes at dawn with oils",
-        );
-        assert!(both.contains("sunsets") && both.contains("lakes"));
     }
 }

@@ -90,6 +90,27 @@ pub enum Command {
         #[arg(long)]
         cues_only: bool,
     },
+    /// Persist's decision (create, merge or supersede) on labelled fact pairs
+    /// in seven languages (`<lang>.jsonl`): merge and supersede precision and
+    /// recall per language, for the rule persist runs and its ablations
+    /// (the cosine alone, the words alone, the English-centred statement rule).
+    Dedupe {
+        /// The corpus directory.
+        #[arg(default_value = "tests/corpus/dedupe")]
+        dir: PathBuf,
+        /// The part to score: `score` (never tuned on), `tune`, or `all`.
+        #[arg(long, value_enum, default_value = "score")]
+        split: super::screen_eval::Split,
+        /// The merge threshold (default HINDSIGHT_DEDUPE_THRESHOLD).
+        #[arg(long)]
+        threshold: Option<f32>,
+        /// Print each wrong decision of the shipped rule to stderr.
+        #[arg(long)]
+        verbose: bool,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Serialize)]
@@ -176,6 +197,25 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
                 super::screen_eval::print(&report);
+            }
+            Ok(())
+        }
+        Command::Dedupe {
+            dir,
+            split,
+            threshold,
+            verbose,
+            json,
+        } => {
+            let config = hindsight_shared::config::Config::from_env()?;
+            let embedder = hindsight_embedder::from_config(&config.embed)?;
+            let threshold = threshold.unwrap_or(config.dedupe_threshold);
+            let report =
+                super::dedupe_eval::run(&dir, split, threshold, embedder.as_ref(), verbose).await?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                super::dedupe_eval::print(&report);
             }
             Ok(())
         }

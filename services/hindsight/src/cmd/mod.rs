@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod dedupe_eval;
 pub mod dlq;
 pub mod eval;
 pub mod locomo_eval;

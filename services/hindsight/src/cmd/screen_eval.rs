@@ -52,9 +52,14 @@ pub enum Split {
 
 impl Split {
     fn holds(self, line: &Line) -> bool {
+        self.includes(&line.split)
+    }
+
+    /// Whether a line marked `split` (`tune` or `score`) is in this part.
+    pub fn includes(self, split: &str) -> bool {
         match self {
-            Split::Tune => line.split == "tune",
-            Split::Score => line.split == "score",
+            Split::Tune => split == "tune",
+            Split::Score => split == "score",
             Split::All => true,
         }
     }
