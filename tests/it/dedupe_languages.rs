@@ -8,11 +8,7 @@
 use std::{sync::Arc, time::Duration};
 
 use async_nats::jetstream;
-use hindsight_core::{
-    Topic,
-    fact::{ExtractedBy, Fact, FactType},
-    turn::{Source, Trust},
-};
+use hindsight_core::{Topic, fact::Fact};
 use hindsight_embed::EmbedStage;
 use hindsight_embedder::local::LocalEmbedder;
 use hindsight_persist::PersistStage;
@@ -120,31 +116,7 @@ const CASES: [Case; 7] = [
 ];
 
 fn fact(user: &str, fact_id: &str, content: &str) -> Fact {
-    Fact {
-        fact_id: fact_id.into(),
-        tenant: TENANT.into(),
-        user_id: user.into(),
-        session_id: "s".into(),
-        agent_id: None,
-        turn_id: fact_id.into(),
-        position: 0,
-        speaker: user.into(),
-        content: content.into(),
-        fact_type: FactType::Fact,
-        entities: vec![],
-        importance: 0.5,
-        confidence: 0.9,
-        occurred_at: None,
-        valid_until: None,
-        turn_ts: chrono::Utc::now(),
-        source: Source::User,
-        trust: Trust::High,
-        inferred: false,
-        quarantine: false,
-        flags: vec![],
-        extractor: ExtractedBy::Rules,
-        context: None,
-    }
+    hindsight_tests::fact::plain(TENANT, user, fact_id, content)
 }
 
 /// Publishes the facts and waits until each is in a memory.

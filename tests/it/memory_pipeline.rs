@@ -7,9 +7,7 @@ use async_nats::jetstream;
 use hindsight_core::{
     Topic,
     embedding::{EmbeddedFact, ModelId, cosine},
-    fact::{ExtractedBy, Fact, FactType},
     memory::Status,
-    turn::{Source, Trust},
 };
 use hindsight_embed::EmbedStage;
 use hindsight_embedder::{Embedder, local::LocalEmbedder};
@@ -17,7 +15,7 @@ use hindsight_filter::FilterStage;
 use hindsight_index::{Collection, Scope, VectorIndex, outage::Outage};
 use hindsight_persist::{PersistStage, reconcile};
 use hindsight_recall::sql::keyword::{self, KeywordQuery};
-use hindsight_tests::{Deployment, RunningStage, eventually, model_dir};
+use hindsight_tests::{Deployment, RunningStage, eventually, fact, model_dir};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -288,31 +286,7 @@ fn near(base: &[f32], seed: u64) -> Vec<f32> {
 
 fn embedded(user: &str, fact_id: &str, content: String, vector: Vec<f32>) -> EmbeddedFact {
     EmbeddedFact {
-        fact: Fact {
-            fact_id: fact_id.into(),
-            tenant: TENANT.into(),
-            user_id: user.into(),
-            session_id: "s".into(),
-            agent_id: None,
-            turn_id: fact_id.split('#').next().unwrap_or(fact_id).into(),
-            position: 0,
-            speaker: user.into(),
-            content,
-            fact_type: FactType::Fact,
-            entities: vec![],
-            importance: 0.5,
-            confidence: 0.9,
-            occurred_at: None,
-            valid_until: None,
-            turn_ts: chrono::Utc::now(),
-            source: Source::User,
-            trust: Trust::High,
-            inferred: false,
-            quarantine: false,
-            flags: vec![],
-            extractor: ExtractedBy::Rules,
-            context: None,
-        },
+        fact: fact::plain(TENANT, user, fact_id, &content),
         model: synthetic_model(),
         vector,
     }
