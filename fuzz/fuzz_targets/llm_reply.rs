@@ -15,8 +15,8 @@
 
 use chrono::{TimeZone, Utc};
 use hindsight_core::{
+    closed_set::VariantArray,
     fact::{ExtractedBy, Fact, FactType},
-    memory::VariantArray,
     turn::{KeptTurn, Role, Source, Trust, Turn},
 };
 use hindsight_extract::{
