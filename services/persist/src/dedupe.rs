@@ -59,13 +59,18 @@ pub fn decide(
         .collect();
     near.sort_by(|(_, x), (_, y)| y.total_cmp(x));
     let new = Reading::new(content);
-    let related: Vec<(&Candidate, f32, Reading)> = near
+    // Each candidate read, and its relation to the new fact, once.
+    let related: Vec<(&Candidate, f32, Reading, Relation)> = near
         .into_iter()
-        .map(|(c, s)| (c, s, Reading::new(&c.content)))
+        .map(|(c, s)| {
+            let old = Reading::new(&c.content);
+            let relation = old.relation(&new);
+            (c, s, old, relation)
+        })
         .collect();
-    if let Some((c, similarity, _)) = related
+    if let Some((c, similarity, ..)) = related
         .iter()
-        .find(|(_, _, old)| matches!(old.relation(&new), Relation::Changes(_) | Relation::Negates))
+        .find(|(.., r)| matches!(r, Relation::Changes(_) | Relation::Negates))
     {
         return Decision::Supersede {
             old: c.id,
@@ -74,8 +79,8 @@ pub fn decide(
     }
     let merge = related
         .iter()
-        .filter(|(_, s, _)| *s >= threshold)
-        .find_map(|(c, s, old)| old.restated_by(&new).map(|r| (c, s, r)));
+        .find(|(_, s, old, r)| *s >= threshold && old.restates(&new, *r))
+        .map(|(c, s, _, r)| (c, s, *r));
     match merge {
         Some((c, similarity, relation)) => {
             let take_new = matches!(

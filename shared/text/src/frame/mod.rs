@@ -225,9 +225,13 @@ impl Reading {
     /// sharing at least [`MIN_AGREEMENT`] of the content: the relation if so.
     pub fn restated_by(&self, new: &Reading) -> Option<Relation> {
         let relation = self.relation(new);
-        (matches!(relation, Relation::Same | Relation::Refines { .. })
-            && self.agreement(new) >= MIN_AGREEMENT)
-            .then_some(relation)
+        self.restates(new, relation).then_some(relation)
+    }
+
+    /// [`restated_by`](Self::restated_by) given the relation already read.
+    pub fn restates(&self, new: &Reading, relation: Relation) -> bool {
+        matches!(relation, Relation::Same | Relation::Refines { .. })
+            && self.agreement(new) >= MIN_AGREEMENT
     }
 
     /// How `new` stands to this (old) statement.
