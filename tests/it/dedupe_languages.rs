@@ -8,7 +8,11 @@
 use std::{sync::Arc, time::Duration};
 
 use async_nats::jetstream;
-use hindsight_core::{Topic, fact::Fact};
+use hindsight_core::{
+    Topic,
+    embedding::{EmbeddedFact, Languages, ModelId},
+    fact::Fact,
+};
 use hindsight_embed::EmbedStage;
 use hindsight_embedder::local::LocalEmbedder;
 use hindsight_persist::PersistStage;
@@ -121,11 +125,20 @@ fn fact(user: &str, fact_id: &str, content: &str) -> Fact {
 
 /// Publishes the facts and waits until each is in a memory.
 async fn persist(d: &Deployment, facts: &[Fact]) {
-    let subject = d.config().namespace.subject(Topic::Facts, TENANT);
-    for f in facts {
+    let messages: Vec<(String, Vec<u8>)> = facts
+        .iter()
+        .map(|f| (f.fact_id.clone(), serde_json::to_vec(f).expect("json")))
+        .collect();
+    publish_and_wait(d, Topic::Facts, messages).await;
+}
+
+/// Publishes (fact id, message) to `topic` and waits until each fact is in a memory.
+async fn publish_and_wait(d: &Deployment, topic: Topic, messages: Vec<(String, Vec<u8>)>) {
+    let subject = d.config().namespace.subject(topic, TENANT);
+    for (id, body) in &messages {
         let msg = jetstream::message::PublishMessage::build()
-            .payload(serde_json::to_vec(f).expect("json").into())
-            .message_id(format!("{TENANT}:{}", f.fact_id));
+            .payload(body.clone().into())
+            .message_id(format!("{TENANT}:{id}"));
         d.ctx
             .bus
             .js
@@ -135,7 +148,7 @@ async fn persist(d: &Deployment, facts: &[Fact]) {
             .await
             .expect("stored");
     }
-    let ids: Vec<String> = facts.iter().map(|f| f.fact_id.clone()).collect();
+    let ids: Vec<String> = messages.into_iter().map(|(id, _)| id).collect();
     let pool = d.ctx.store.pool.clone();
     eventually("the facts are persisted", Duration::from_secs(60), || {
         let (pool, ids) = (pool.clone(), ids.clone());
@@ -237,6 +250,108 @@ async fn in_seven_languages_restatements_merge_changes_supersede_and_other_facts
     for s in stages {
         s.stop().await;
     }
+    drop(index);
+    d.remove().await;
+}
+
+/// A vector of its own for each fact: every pair is at cosine 0.
+fn axis(i: usize) -> Vec<f32> {
+    let mut v = vec![0.0; 64];
+    v[i] = 1.0;
+    v
+}
+
+/// Where the model does not read the script (a model declared for English,
+/// Chinese facts), the cosine neither gates nor alone finds candidates: a
+/// change whose vector is far from everything still supersedes the memory
+/// that shares its words, found among thirty others by its terms. A model
+/// declared for every language is trusted: the far vector makes a new memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_the_model_reads_no_chinese_the_words_decide_among_memories_sharing_terms() {
+    let d = Deployment::new("test", |_| {}).await;
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
+    let persist_stage = d
+        .start(PersistStage::new(
+            d.ctx.store.clone(),
+            index.clone(),
+            d.config().namespace.clone(),
+            d.config().dedupe_threshold,
+        ))
+        .await;
+    let model = ModelId {
+        name: "synthetic".into(),
+        version: "1".into(),
+        dimension: 64,
+    };
+    let embedded = |user: &str, languages: &str, id: &str, content: &str, i: usize| {
+        let e = EmbeddedFact {
+            fact: hindsight_tests::fact::plain(TENANT, user, id, content),
+            model: model.clone(),
+            languages: Languages::parse(languages),
+            vector: axis(i),
+        };
+        (id.to_string(), serde_json::to_vec(&e).expect("json"))
+    };
+    for (user, languages) in [("li-en", "en"), ("li-all", "*")] {
+        let mut olds: Vec<(String, Vec<u8>)> = (0..30)
+            .map(|i| {
+                embedded(
+                    user,
+                    languages,
+                    &format!("{user}-other-{i}"),
+                    &format!("Li收藏了{}张邮票。", i + 2),
+                    i,
+                )
+            })
+            .collect();
+        olds.push(embedded(
+            user,
+            languages,
+            &format!("{user}-old"),
+            "Li的妹妹住在北京。",
+            30,
+        ));
+        publish_and_wait(&d, Topic::Embedded, olds).await;
+        let new = embedded(
+            user,
+            languages,
+            &format!("{user}-new"),
+            "Li的妹妹现在住在上海。",
+            40,
+        );
+        publish_and_wait(&d, Topic::Embedded, vec![new]).await;
+    }
+    let (old, new) = (
+        memory_of(&d, "li-en-old".into()).await,
+        memory_of(&d, "li-en-new".into()).await,
+    );
+    assert_eq!(
+        (old.1.as_str(), old.2),
+        ("superseded", Some(new.0)),
+        "read by its words, the change supersedes"
+    );
+    let (old, new) = (
+        memory_of(&d, "li-all-old".into()).await,
+        memory_of(&d, "li-all-new".into()).await,
+    );
+    assert_ne!(old.0, new.0);
+    assert_eq!(
+        (old.1.as_str(), new.1.as_str()),
+        ("active", "active"),
+        "a trusted cosine far below the threshold keeps them apart"
+    );
+    let active: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM memories WHERE tenant = $1 AND user_id = 'li-en' AND status = 'active'",
+    )
+    .bind(TENANT)
+    .fetch_one(&d.ctx.store.pool)
+    .await
+    .expect("count");
+    assert_eq!(
+        active, 31,
+        "the thirty other facts stay apart, by their words"
+    );
+    persist_stage.stop().await;
     drop(index);
     d.remove().await;
 }

@@ -6,7 +6,7 @@ use std::{collections::HashSet, sync::Arc, time::Duration};
 use async_nats::jetstream;
 use hindsight_core::{
     Topic,
-    embedding::{EmbeddedFact, ModelId, cosine},
+    embedding::{EmbeddedFact, Languages, ModelId, cosine},
     memory::Status,
 };
 use hindsight_embed::EmbedStage;
@@ -288,6 +288,7 @@ fn embedded(user: &str, fact_id: &str, content: String, vector: Vec<f32>) -> Emb
     EmbeddedFact {
         fact: fact::plain(TENANT, user, fact_id, &content),
         model: synthetic_model(),
+        languages: Languages::parse("en"),
         vector,
     }
 }

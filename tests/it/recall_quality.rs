@@ -12,7 +12,7 @@ use hindsight_core::{
     memory::{Kind, Status},
     turn::TurnContext,
 };
-use hindsight_embedder::{EmbedError, Embedder, ModelId};
+use hindsight_embedder::{EmbedError, Embedder, Languages, ModelId};
 use hindsight_index::{Collection, Payload, Point, VectorIndex};
 use hindsight_recall::{
     RecallRequest, Recaller,
@@ -269,6 +269,7 @@ async fn a_time_the_query_names_brings_up_what_happened_then() {
 /// Fixed vectors for fixed texts, so the test decides what is near what.
 struct Fixed {
     model: ModelId,
+    languages: Languages,
     query: Vec<f32>,
 }
 
@@ -276,6 +277,10 @@ struct Fixed {
 impl Embedder for Fixed {
     fn model(&self) -> &ModelId {
         &self.model
+    }
+
+    fn languages(&self) -> &Languages {
+        &self.languages
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
@@ -356,6 +361,7 @@ async fn the_second_hop_ranks_what_is_near_the_best_memories_above_what_is_near_
     let id = |name: &str| ids.iter().find(|(n, _)| *n == name).map(|(_, i)| *i);
     let embedder = Arc::new(Fixed {
         model,
+        languages: Languages::all(),
         query: unit([1.0, 0.0, 0.0, 0.0]),
     });
     let recaller = Recaller::new(

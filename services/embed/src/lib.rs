@@ -24,11 +24,20 @@ pub use hindsight_embedder::from_config as embedder;
 /// configured model loaded (and named in the log) before the stage starts.
 pub fn tasks(ctx: &Context) -> Result<Vec<StageTask>, EmbedError> {
     let embedder = embedder(&ctx.config.embed)?;
+    let languages = embedder.languages();
     tracing::info!(
         model = %embedder.model().name,
         dimension = embedder.model().dimension,
+        %languages,
         "embedder loaded"
     );
+    let unknown = hindsight_text::script::unknown_codes(languages);
+    if !unknown.is_empty() {
+        tracing::warn!(
+            codes = %unknown.join(","),
+            "declared languages of no known script vouch for no text (HINDSIGHT_EMBED_LANGUAGES takes ISO 639-1 codes, or *)"
+        );
+    }
     Ok(vec![service::stage(Arc::new(EmbedStage::new(
         embedder,
         &ctx.config,
@@ -164,6 +173,7 @@ impl EmbedStage {
                     Outcome::Emit(vec![EmbeddedFact {
                         fact,
                         model: self.embedder.model().clone(),
+                        languages: self.embedder.languages().clone(),
                         vector,
                     }])
                 })

@@ -1,4 +1,7 @@
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use async_trait::async_trait;
 use hindsight_core::{
@@ -15,7 +18,7 @@ use hindsight_store::{
     memories::{self, Candidate, NewMemory},
     turns,
 };
-use hindsight_text::statement;
+use hindsight_text::{script, statement};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -29,6 +32,9 @@ const MEMORY_ID_NAMESPACE: Uuid = Uuid::from_u128(0x6b1d_5f0e_2c4a_4e8f_9a7b_3d2
 
 /// How many neighbours the index is asked for per fact.
 const NEIGHBOURS: usize = 5;
+/// How many memories sharing the most terms are read per fact whose script
+/// the embedder does not read (its neighbours by vector say little).
+const LEXICAL_NEIGHBOURS: usize = 5;
 
 pub struct PersistStage {
     store: Store,
@@ -135,23 +141,65 @@ impl PersistStage {
             statuses: vec![Status::Active],
             ..Default::default()
         };
+        // Whether the embedder reads each fact's script: if not, its
+        // cosine neither gates nor alone finds the candidates.
+        let reads: Vec<bool> = facts
+            .iter()
+            .map(|f| script::is_read(&f.fact.content, &f.languages))
+            .collect();
         let mut neighbour_ids = Vec::new();
         let mut index_down = false;
-        for (f, skip) in facts.iter().zip(&already) {
+        // For a fact in a script the model does not read: the memories it is
+        // compared with (those sharing the most terms, and its nearest
+        // vectors), so that the words, slower than a cosine, read a few.
+        let mut own: Vec<Option<dedupe::Unread>> = vec![None; facts.len()];
+        for (i, ((f, skip), reads)) in facts.iter().zip(&already).zip(&reads).enumerate() {
             if *skip || f.fact.quarantine {
                 continue;
             }
+            if !reads {
+                let unread = dedupe::Unread::new(&f.fact.content);
+                let terms: Vec<String> = unread.terms.iter().cloned().collect();
+                let lexical = memories::lexical_candidates(
+                    &mut tx,
+                    tenant,
+                    user_id,
+                    &model.name,
+                    &model.version,
+                    &terms,
+                    LEXICAL_NEIGHBOURS,
+                )
+                .await?;
+                let mut unread = unread;
+                for c in lexical {
+                    unread.ids.insert(c.id);
+                    if !candidates.iter().any(|x| x.id == c.id) {
+                        candidates.push(c);
+                    }
+                }
+                own[i] = Some(unread);
+            }
+            let gate = if *reads {
+                self.threshold - dedupe::CONTRADICTION_MARGIN
+            } else {
+                f32::NEG_INFINITY
+            };
             match self
                 .index
                 .search(&collection, &f.vector, &scope, NEIGHBOURS)
                 .await
             {
-                Ok(hits) => neighbour_ids.extend(
-                    hits.into_iter()
-                        .filter(|h| h.score >= self.threshold - dedupe::CONTRADICTION_MARGIN)
-                        .map(|h| h.id)
-                        .filter(|id| !candidates.iter().any(|c| c.id == *id)),
-                ),
+                Ok(hits) => {
+                    if let Some(unread) = own[i].as_mut() {
+                        unread.ids.extend(hits.iter().map(|h| h.id));
+                    }
+                    neighbour_ids.extend(
+                        hits.into_iter()
+                            .filter(|h| h.score >= gate)
+                            .map(|h| h.id)
+                            .filter(|id| !candidates.iter().any(|c| c.id == *id)),
+                    )
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "index unavailable: dedupe compares against every memory of the user");
                     index_down = true;
@@ -179,7 +227,17 @@ impl PersistStage {
         }
 
         let mut touched = Vec::new();
-        for ((e, skip), key) in facts.iter().zip(&already).zip(&keys) {
+        // Memories this group created or merged into, with their terms, for
+        // the facts the model does not read (kept only if there are any).
+        let any_unread = own.iter().any(Option::is_some);
+        let mut made: Vec<(Uuid, HashSet<String>)> = Vec::new();
+        let remember = |made: &mut Vec<(Uuid, HashSet<String>)>, id: Uuid, content: &str| {
+            if any_unread {
+                made.retain(|(m, _)| *m != id);
+                made.push((id, dedupe::Unread::new(content).terms));
+            }
+        };
+        for (i, ((e, skip), key)) in facts.iter().zip(&already).zip(&keys).enumerate() {
             if *skip {
                 continue;
             }
@@ -190,8 +248,18 @@ impl PersistStage {
             );
             let decision = if f.quarantine {
                 Decision::Create
+            } else if let Some(unread) = &own[i] {
+                let pool = unread.pool(&candidates, &made, key);
+                dedupe::decide(&f.content, key, &e.vector, &pool, self.threshold, false)
             } else {
-                dedupe::decide(&f.content, key, &e.vector, &candidates, self.threshold)
+                dedupe::decide(
+                    &f.content,
+                    key,
+                    &e.vector,
+                    &candidates,
+                    self.threshold,
+                    true,
+                )
             };
             let detail = json!({"fact_id": f.fact_id, "turn_id": f.turn_id});
             match decision {
@@ -206,6 +274,7 @@ impl PersistStage {
                     }
                     if memory.status == Status::Active {
                         candidates.push(candidate(&memory));
+                        remember(&mut made, new_id, &memory.content);
                     }
                     touched.push(new_id);
                     events::Deduped {
@@ -262,6 +331,7 @@ impl PersistStage {
                         json!({"fact_id": f.fact_id, "turn_id": f.turn_id, "similarity": similarity, "fact_content": f.content}),
                     )
                     .await?;
+                    remember(&mut made, into, &content);
                     if let Some(c) = candidates.iter_mut().find(|c| c.id == into) {
                         c.content = content;
                         c.content_key = new_key;
@@ -305,6 +375,7 @@ impl PersistStage {
                     .await?;
                     candidates.retain(|c| c.id != old);
                     candidates.push(candidate(&memory));
+                    remember(&mut made, new_id, &memory.content);
                     touched.extend([new_id, old]);
                     events::Deduped {
                         tenant,

@@ -12,6 +12,8 @@ pub struct EmbedConfig {
     pub base_url: Option<String>,
     pub api_key: Option<String>,
     pub model: String,
+    /// The languages the model reads, in place of what its card declares.
+    pub languages: Option<crate::embedding::Languages>,
     pub dimension: usize,
     pub batch: usize,
     pub window: usize,

@@ -6,13 +6,14 @@
 //! ([`ModelId`]); vectors are only ever compared within one model.
 
 pub mod bert;
+pub mod card;
 pub mod local;
 pub mod remote;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-pub use hindsight_core::embedding::{ModelId, cosine};
+pub use hindsight_core::embedding::{Languages, ModelId, cosine};
 use hindsight_core::settings::EmbedConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +42,10 @@ impl EmbedError {
 pub trait Embedder: Send + Sync {
     fn model(&self) -> &ModelId;
 
+    /// The languages the model reads, as its card or the configuration
+    /// declares them: its cosine is evidence only for texts in these.
+    fn languages(&self) -> &Languages;
+
     /// One L2-normalised vector per text, in order.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
@@ -53,15 +58,27 @@ pub fn normalise(v: &mut [f32]) {
     }
 }
 
-/// The embedder the configuration names: the endpoint if set, else the local model.
+/// The embedder the configuration names: the endpoint if set, else the local
+/// model. Declared languages (`HINDSIGHT_EMBED_LANGUAGES`) replace the
+/// model card's; an endpoint without them is trusted for no text.
 pub fn from_config(config: &EmbedConfig) -> Result<Arc<dyn Embedder>, EmbedError> {
+    let declared = config.languages.clone();
     Ok(match &config.base_url {
-        Some(url) => Arc::new(remote::RemoteEmbedder::new(
-            url,
-            config.api_key.as_deref(),
-            &config.model,
-            config.dimension,
-        )?),
-        None => Arc::new(local::LocalEmbedder::load(&config.model_dir)?),
+        Some(url) => Arc::new(
+            remote::RemoteEmbedder::new(
+                url,
+                config.api_key.as_deref(),
+                &config.model,
+                config.dimension,
+            )?
+            .declaring(declared.unwrap_or_default()),
+        ),
+        None => {
+            let local = local::LocalEmbedder::load(&config.model_dir)?;
+            Arc::new(match declared {
+                Some(languages) => local.declaring(languages),
+                None => local,
+            })
+        }
     })
 }

@@ -13,8 +13,9 @@ use candle_nn::VarBuilder;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use crate::{
-    EmbedError, Embedder, ModelId,
+    EmbedError, Embedder, Languages, ModelId,
     bert::{Bert, Config},
+    card,
 };
 
 /// sentence-transformers' `max_seq_length` for all-MiniLM-L6-v2: longer input is truncated.
@@ -27,6 +28,7 @@ struct Model {
 
 pub struct LocalEmbedder {
     id: ModelId,
+    languages: Languages,
     model: Arc<Model>,
 }
 
@@ -38,7 +40,8 @@ fn load_error(dir: &Path, reason: impl ToString) -> EmbedError {
 }
 
 impl LocalEmbedder {
-    /// Loads `config.json`, `tokenizer.json` and `model.safetensors` from `dir`.
+    /// Loads `config.json`, `tokenizer.json` and `model.safetensors` from
+    /// `dir`, and the languages its model card (`README.md`) declares.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         let file = |name: &str| -> Result<PathBuf, EmbedError> {
             let path = dir.join(name);
@@ -94,8 +97,15 @@ impl LocalEmbedder {
                 version,
                 dimension,
             },
+            languages: card::languages(dir).unwrap_or_default(),
             model: Arc::new(Model { bert, tokenizer }),
         })
+    }
+
+    /// Declares the languages the model reads, in place of its card's.
+    pub fn declaring(mut self, languages: Languages) -> Self {
+        self.languages = languages;
+        self
     }
 
     /// Embeds synchronously (CPU-bound; callers on an async runtime use [`Embedder::embed`]).
@@ -191,6 +201,10 @@ fn single_thread() -> Option<&'static rayon::ThreadPool> {
 impl Embedder for LocalEmbedder {
     fn model(&self) -> &ModelId {
         &self.id
+    }
+
+    fn languages(&self) -> &Languages {
+        &self.languages
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {

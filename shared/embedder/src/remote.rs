@@ -8,11 +8,12 @@ use async_openai::{
 };
 use async_trait::async_trait;
 
-use crate::{EmbedError, Embedder, ModelId};
+use crate::{EmbedError, Embedder, Languages, ModelId};
 
 pub struct RemoteEmbedder {
     client: Client<OpenAIConfig>,
     id: ModelId,
+    languages: Languages,
 }
 
 impl RemoteEmbedder {
@@ -36,7 +37,14 @@ impl RemoteEmbedder {
                 version: base_url.to_string(),
                 dimension,
             },
+            languages: Languages::default(),
         })
+    }
+
+    /// The languages the endpoint's model reads.
+    pub fn declaring(mut self, languages: Languages) -> Self {
+        self.languages = languages;
+        self
     }
 }
 
@@ -56,6 +64,10 @@ fn classify(e: OpenAIError) -> EmbedError {
 impl Embedder for RemoteEmbedder {
     fn model(&self) -> &ModelId {
         &self.id
+    }
+
+    fn languages(&self) -> &Languages {
+        &self.languages
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {

@@ -84,6 +84,14 @@ impl Config {
             ),
             ("HINDSIGHT_EMBED_MODEL", self.embed.model.clone()),
             (
+                "HINDSIGHT_EMBED_LANGUAGES",
+                self.embed
+                    .languages
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+            ),
+            (
                 "HINDSIGHT_EMBED_DIMENSION",
                 self.embed.dimension.to_string(),
             ),

@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use hindsight_core::{namespace::Namespace, zone};
+use hindsight_core::{embedding::Languages, namespace::Namespace, zone};
 use hindsight_text::duration;
 
 use super::{parse::*, *};
@@ -56,6 +56,8 @@ impl Config {
                     .filter(|v| !v.trim().is_empty())
                     .or_else(|| lookup("OPENAI_API_KEY").filter(|v| !v.trim().is_empty())),
                 model: get("HINDSIGHT_EMBED_MODEL").1,
+                languages: Some(Languages::parse(&get("HINDSIGHT_EMBED_LANGUAGES").1))
+                    .filter(|l| !l.is_empty()),
                 dimension: parse_with(get("HINDSIGHT_EMBED_DIMENSION"), positive)?,
                 batch: parse_with(get("HINDSIGHT_EMBED_BATCH"), positive)?,
                 window: parse_with(get("HINDSIGHT_EMBED_WINDOW"), positive)?,

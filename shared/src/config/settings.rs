@@ -136,6 +136,11 @@ pub const SETTINGS: &[Setting] = &[
         "Model name sent to the embeddings endpoint.",
     ),
     setting(
+        "HINDSIGHT_EMBED_LANGUAGES",
+        "",
+        "Languages the embedding model reads (ISO 639-1 codes, comma-separated; `*` for every language). Its cosine finds and gates dedupe candidates only for facts written in these languages' scripts; for other facts the words alone decide, among candidates that share terms. Unset: the local model's card (`language:` in its `README.md`; all-MiniLM-L6-v2 declares `en`); an endpoint is then trusted for no script.",
+    ),
+    setting(
         "HINDSIGHT_EMBED_DIMENSION",
         "1536",
         "Vector size the embeddings endpoint returns.",
@@ -169,7 +174,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_DEDUPE_THRESHOLD",
         "0.85",
-        "Cosine at or above which a new fact may merge into an existing memory of the same user and model (0.10 below it, supersede it). The cosine only proposes: the words decide, in every language: a merge needs the same content or an added detail (sharing half the content words, or characters in Chinese and Japanese), a supersede the same subject with a new value of a one-valued attribute, or the same statement negated (see the pipeline's persist section).",
+        "Cosine at or above which a new fact may merge into an existing memory of the same user and model (0.10 below it, supersede it), for facts in a script the model reads (`HINDSIGHT_EMBED_LANGUAGES`); for others the cosine does not gate. The cosine only proposes: the words decide, in every language: a merge needs the same content or an added detail (sharing half the content words, or characters in Chinese and Japanese), a supersede the same subject with a new value of a one-valued attribute, or the same statement negated (see the pipeline's persist section).",
     ),
     setting(
         "HINDSIGHT_SCREEN_THRESHOLD",

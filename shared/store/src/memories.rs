@@ -166,6 +166,40 @@ pub async fn candidates(
         .await?)
 }
 
+/// Active memories of a user (under one model) sharing the most search terms
+/// with `terms`, at most `limit`: the candidates for a fact whose script the
+/// embedder does not read, where its nearest vectors say little.
+pub async fn lexical_candidates(
+    tx: &mut Tx<'_>,
+    tenant: &str,
+    user_id: &str,
+    model: &str,
+    version: &str,
+    terms: &[String],
+    limit: usize,
+) -> Result<Vec<Candidate>, StoreError> {
+    if terms.is_empty() || limit == 0 {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT {CANDIDATE_COLUMNS} FROM memories
+         WHERE tenant = $1 AND user_id = $2 AND embedding_model = $3 AND embedding_version = $4
+           AND status = 'active' AND embedding IS NOT NULL AND terms && $5
+         ORDER BY cardinality(ARRAY(SELECT unnest(terms) INTERSECT SELECT unnest($5::text[]))) DESC,
+                  created_at DESC
+         LIMIT $6"
+    );
+    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(tenant)
+        .bind(user_id)
+        .bind(model)
+        .bind(version)
+        .bind(terms)
+        .bind(limit as i64)
+        .fetch_all(&mut **tx)
+        .await?)
+}
+
 pub async fn insert(tx: &mut Tx<'_>, m: &NewMemory) -> Result<(), StoreError> {
     insert_on(tx, m).await
 }

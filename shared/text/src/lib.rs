@@ -9,5 +9,6 @@ pub mod chitchat;
 pub mod dates;
 pub mod duration;
 pub mod frame;
+pub mod script;
 pub mod statement;
 pub mod terms;

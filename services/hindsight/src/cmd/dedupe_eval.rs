@@ -3,8 +3,10 @@
 //! (`tests/corpus/dedupe/<lang>.jsonl`): the old fact is the user's memory, the
 //! new one arrives; merge and supersede precision and recall per language,
 //! with the embedding model the configuration names. Beside the rule persist
-//! runs, the same pairs under ablations: the cosine alone, the words alone
-//! (no cosine gate), and the English-centred statement rule.
+//! runs (the cosine gates only for texts in the model's declared languages),
+//! the same pairs under ablations: the cosine gating every script, the
+//! cosine alone, the words alone (no cosine gate), and the English-centred
+//! statement rule.
 
 use std::{
     collections::BTreeMap,
@@ -15,7 +17,10 @@ use anyhow::Context;
 use hindsight_embedder::Embedder;
 use hindsight_persist::dedupe::{self, CONTRADICTION_MARGIN, Decision};
 use hindsight_store::memories::Candidate;
-use hindsight_text::statement::{content_key, contradicts, value_differs};
+use hindsight_text::{
+    script::Coverage,
+    statement::{content_key, contradicts, value_differs},
+};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -56,8 +61,11 @@ impl From<&Decision> for Action {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 enum Rule {
-    /// What persist runs: the words decide among candidates the cosine finds.
+    /// What persist runs: the words decide; the cosine gates where the
+    /// model's declared languages cover the new fact's script.
     Shipped,
+    /// The words decide among candidates the cosine gates, in every script.
+    GatedEverywhere,
     /// The cosine alone: merge at the threshold, never supersede.
     CosineAlone,
     /// The words alone: persist's rule with no cosine gate.
@@ -68,8 +76,9 @@ enum Rule {
     Statement,
 }
 
-const RULES: [Rule; 4] = [
+const RULES: [Rule; 5] = [
     Rule::Shipped,
+    Rule::GatedEverywhere,
     Rule::CosineAlone,
     Rule::WordsAlone,
     Rule::Statement,
@@ -120,6 +129,8 @@ pub struct Report {
     pub split: String,
     pub threshold: f32,
     pub model: String,
+    /// The languages the model is declared to read.
+    pub languages: String,
     /// Per rule, per language (and `all`).
     pub rules: BTreeMap<String, BTreeMap<String, Scores>>,
     /// The shipped rule's wrong decisions: id, expected, decided.
@@ -167,16 +178,23 @@ fn candidate(content: &str, vector: &[f32]) -> Candidate {
     }
 }
 
-fn decide(rule: Rule, pair: &Pair, old: &[f32], new: &[f32], threshold: f32) -> Action {
+fn decide(
+    rule: Rule,
+    pair: &Pair,
+    (old, new): (&[f32], &[f32]),
+    threshold: f32,
+    coverage: &Coverage,
+) -> Action {
     let key = content_key(&pair.new);
     let existing = [candidate(&pair.old, old)];
     let cosine = hindsight_core::embedding::cosine(old, new);
+    let words = |reads: bool| -> Action {
+        (&dedupe::decide(&pair.new, &key, new, &existing, threshold, reads)).into()
+    };
     match rule {
-        Rule::Shipped => (&dedupe::decide(&pair.new, &key, new, &existing, threshold)).into(),
-        Rule::WordsAlone => {
-            // A threshold no cosine falls below: every candidate is near.
-            (&dedupe::decide(&pair.new, &key, new, &existing, -1.0)).into()
-        }
+        Rule::Shipped => words(coverage.reads(&pair.new)),
+        Rule::GatedEverywhere => words(true),
+        Rule::WordsAlone => words(false),
         Rule::CosineAlone => {
             if key == existing[0].content_key || cosine >= threshold {
                 Action::Merge
@@ -214,12 +232,13 @@ pub async fn run(
         .flat_map(|p| [p.old.clone(), p.new.clone()])
         .collect();
     let vectors = hindsight_embed::screen::embed_all(embedder, &texts).await?;
+    let coverage = Coverage::of(embedder.languages());
     let mut rules: BTreeMap<String, BTreeMap<String, Scores>> = BTreeMap::new();
     let mut mistakes = Vec::new();
     for (pair, v) in pairs.iter().zip(vectors.chunks(2)) {
         let (old, new) = (&v[0], &v[1]);
         for rule in RULES {
-            let decided = decide(rule, pair, old, new, threshold);
+            let decided = decide(rule, pair, (old, new), threshold, &coverage);
             let name = serde_json::to_value(rule)?
                 .as_str()
                 .unwrap_or("rule")
@@ -256,6 +275,7 @@ pub async fn run(
         split: format!("{split:?}").to_lowercase(),
         threshold,
         model: embedder.model().name.clone(),
+        languages: embedder.languages().to_string(),
         rules,
         mistakes,
     })
@@ -265,8 +285,8 @@ pub async fn run(
 pub fn print(report: &Report) {
     let pct = |v: Option<f64>| v.map_or("   –  ".to_string(), |v| format!("{v:.3} "));
     println!(
-        "dedupe on the {} part, cosine threshold {}, model {}:",
-        report.split, report.threshold, report.model
+        "dedupe on the {} part, cosine threshold {}, model {} (reads: {}):",
+        report.split, report.threshold, report.model, report.languages
     );
     for (rule, langs) in &report.rules {
         println!("{rule}:");

@@ -1,3 +1,4 @@
+use super::read::words;
 use super::*;
 
 fn relation(old: &str, new: &str) -> Relation {
