@@ -8,6 +8,17 @@ use serde::{Deserialize, Serialize};
 /// Memories changed by each step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepCounts {
+    /// Superseded memories made active again: the fact that superseded
+    /// each neither negates it nor changes one of its attributes.
+    #[serde(default)]
+    pub reinstated: u64,
+    /// Memories split off a memory that held facts not restating one another.
+    #[serde(default)]
+    pub split: u64,
+    /// Wrongly merged memories left whole: no embedder of their model to
+    /// give the parts their vectors.
+    #[serde(default)]
+    pub unsplit: u64,
     /// Importance lowered by decay.
     pub decayed: u64,
     /// Folded into a near-identical memory (cosine ≥ 0.95) and archived.
@@ -26,6 +37,9 @@ pub struct StepCounts {
 
 impl StepCounts {
     pub fn add(&mut self, other: &StepCounts) {
+        self.reinstated += other.reinstated;
+        self.split += other.split;
+        self.unsplit += other.unsplit;
         self.decayed += other.decayed;
         self.merged += other.merged;
         self.merge_survivors += other.merge_survivors;

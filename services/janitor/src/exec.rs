@@ -1,5 +1,5 @@
-//! The five steps of a run, in chunks: decay, merge, archive, consolidate,
-//! purge. What each step decides is plain logic ([`policy`],
+//! The six steps of a run, in chunks: repair ([`crate::repair`]), decay,
+//! merge, archive, consolidate, purge. What each step decides is plain logic ([`policy`],
 //! [`similarity`](crate::similarity), [`consolidate`]); here it is read,
 //! applied and counted.
 
@@ -65,6 +65,9 @@ impl Exec<'_> {
 
     pub(crate) async fn steps(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
         let t = Instant::now();
+        self.repair(conn).await?;
+        self.step_done("repair", t);
+        let t = Instant::now();
         self.decay(conn).await?;
         self.step_done("decay", t);
         let t = Instant::now();
@@ -89,7 +92,7 @@ impl Exec<'_> {
     }
 
     /// Ends a chunk: its counts are saved in its transaction, then it commits.
-    async fn commit(
+    pub(crate) async fn commit(
         &mut self,
         mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
     ) -> Result<(), JanitorError> {

@@ -1,12 +1,14 @@
 //! The janitor: one database's maintenance, with what a run needs (the
 //! policy, where purge exports go, the bus for summaries, the LLM for
-//! consolidation). Runs are in [`run`](crate::run), their steps in
+//! consolidation, the embedder for repairs). Runs are in [`run`](crate::run), their steps in
 //! [`exec`](crate::exec).
 
-use std::path::PathBuf;
+use std::{path::PathBuf, sync::Arc};
 
-use hindsight_core::Namespace;
+use hindsight_core::{Namespace, settings::EmbedConfig};
+use hindsight_embedder::Embedder;
 use hindsight_store::Store;
+use tokio::sync::OnceCell;
 
 use crate::policy::Policy;
 
@@ -28,6 +30,10 @@ pub struct Janitor {
     )>,
     pub(crate) working_ttl: std::time::Duration,
     pub(crate) llm: Option<std::sync::Arc<hindsight_llm::LlmClient>>,
+    /// The embedder for the parts of a wrongly merged memory, loaded from
+    /// `embed` when the repair step first needs it.
+    embed: Option<EmbedConfig>,
+    embedder: Arc<OnceCell<Option<Arc<dyn Embedder>>>>,
     pub(crate) crash_after_chunks: Option<usize>,
 }
 
@@ -44,6 +50,8 @@ impl Janitor {
             bus: None,
             working_ttl: std::time::Duration::from_secs(3600),
             llm: None,
+            embed: None,
+            embedder: Arc::new(OnceCell::new()),
             crash_after_chunks: None,
         }
     }
@@ -66,6 +74,44 @@ impl Janitor {
     pub fn with_llm(mut self, llm: std::sync::Arc<hindsight_llm::LlmClient>) -> Self {
         self.llm = Some(llm);
         self
+    }
+
+    /// Embeds the parts of wrongly merged memories it splits with the
+    /// embedder this configures, loaded when first needed.
+    pub fn with_embed_config(mut self, config: EmbedConfig) -> Self {
+        self.embed = Some(config);
+        self
+    }
+
+    /// Embeds the parts of wrongly merged memories it splits with `embedder`.
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Arc::new(OnceCell::new_with(Some(Some(embedder))));
+        self
+    }
+
+    /// The embedder for splits, if one is configured and loads.
+    pub(crate) async fn embedder(&self) -> Option<Arc<dyn Embedder>> {
+        let config = self.embed.clone();
+        self.embedder
+            .get_or_init(|| async move {
+                let config = config?;
+                let loaded =
+                    tokio::task::spawn_blocking(move || hindsight_embedder::from_config(&config))
+                        .await;
+                match loaded {
+                    Ok(Ok(embedder)) => Some(embedder),
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "no embedder: wrongly merged memories stay whole");
+                        None
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "loading the embedder failed");
+                        None
+                    }
+                }
+            })
+            .await
+            .clone()
     }
 
     /// The name recorded on its runs (default: `HOSTNAME`, else the process id).

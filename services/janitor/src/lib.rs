@@ -16,6 +16,7 @@ mod export;
 pub mod janitor;
 mod metrics;
 pub mod policy;
+pub mod repair;
 pub mod request;
 pub mod restore;
 pub mod run;
@@ -63,10 +64,12 @@ pub fn working_ttl() -> Duration {
         .unwrap_or(Duration::from_secs(3600))
 }
 
-/// A janitor for this configuration, publishing on its NATS connection, and
-/// writing summaries with the configured LLM (`HINDSIGHT_LLM_BASE_URL`) if any.
+/// A janitor for this configuration, publishing on its NATS connection,
+/// writing summaries with the configured LLM (`HINDSIGHT_LLM_BASE_URL`) if
+/// any, and splitting wrongly merged memories with the configured embedder.
 pub fn janitor(config: &Config, store: Store, bus: Option<&hindsight_shared::bus::Bus>) -> Janitor {
-    let mut janitor = Janitor::new(store, policy(config), &config.data_dir);
+    let mut janitor = Janitor::new(store, policy(config), &config.data_dir)
+        .with_embed_config(config.embed.clone());
     match hindsight_llm::LlmClient::from_config(&config.llm) {
         Ok(Some(llm)) => janitor = janitor.with_llm(std::sync::Arc::new(llm)),
         Ok(None) => {}

@@ -27,6 +27,8 @@ pub enum JanitorError {
     NotRestorable { id: Uuid, reason: String },
     #[error("another maintenance run is executing; try again when it ends")]
     Busy,
+    #[error("embedding the parts of a wrongly merged memory: {0}")]
+    Embed(String),
 }
 
 /// Why a run starts.

@@ -4,6 +4,7 @@
 
 mod crash;
 mod policy;
+mod repair;
 
 use std::time::Duration as StdDuration;
 
@@ -188,6 +189,7 @@ async fn a_run_changes_exactly_the_eligible_the_dry_run_nothing_and_restore_undo
         consolidated: 3,
         summaries: 1,
         purged: 2,
+        ..Default::default()
     };
 
     // Dry run: the same counts, nothing changed.

@@ -134,6 +134,10 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             } else {
                 let r = &report.restored;
                 println!("restored run {run}:");
+                println!(
+                    "  repairs undone       {} superseded again, {} joined back",
+                    r.resuperseded, r.rejoined
+                );
                 println!("  undecayed            {}", r.undecayed);
                 println!("  unarchived           {}", r.unarchived);
                 println!(
@@ -228,6 +232,10 @@ fn print_report(r: &RunReport) {
         r.as_of.to_rfc3339(),
         r.status,
         r.seconds
+    );
+    println!(
+        "  repaired      {} reinstated, {} split off ({} left whole: no embedder of their model)",
+        c.reinstated, c.split, c.unsplit
     );
     println!("  decayed       {}", c.decayed);
     println!(

@@ -29,6 +29,13 @@ pub struct Restored {
     /// Purged memories written back from the export (when asked for).
     #[serde(default)]
     pub purged_restored: u64,
+    /// Memories the repair step reinstated, superseded again.
+    #[serde(default)]
+    pub resuperseded: u64,
+    /// Memories the repair step split off, joined back into the memory
+    /// they came from (its content and vector as before).
+    #[serde(default)]
+    pub rejoined: u64,
 }
 
 const FOLDED: &str =
@@ -105,6 +112,10 @@ impl Store {
             + count("merge", None).fetch_one(&mut *tx).await?
             + count("consolidate", None).fetch_one(&mut *tx).await?;
         let purged = count("purge", None).fetch_one(&mut *tx).await? as u64;
+        let repairs = count("restore", Some("reinstated"))
+            .fetch_one(&mut *tx)
+            .await?
+            + count("create", Some("split")).fetch_one(&mut *tx).await?;
 
         sqlx::query(
             "INSERT INTO memory_events (memory_id, tenant, event, actor, run_id, detail)
@@ -206,6 +217,8 @@ impl Store {
         .await?
         .rows_affected();
 
+        let (resuperseded, rejoined) = undo_repairs(&mut tx, run, actor).await?;
+
         let undecayed = sqlx::query(
             "UPDATE memories m SET importance = (e.detail->'before'->>'importance')::real,
                     decayed_at = (e.detail->'before'->>'decayed_at')::timestamptz
@@ -225,8 +238,14 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        let done =
-            unfolded + summaries_removed + summaries_kept + unarchived + survivors + undecayed;
+        let done = unfolded
+            + summaries_removed
+            + summaries_kept
+            + unarchived
+            + survivors
+            + undecayed
+            + resuperseded
+            + rejoined;
         Ok(Restored {
             unfolded,
             summaries_removed,
@@ -234,9 +253,82 @@ impl Store {
             unarchived,
             survivors,
             undecayed,
-            skipped: (changes.max(0) as u64).saturating_sub(done),
+            skipped: ((changes + repairs).max(0) as u64).saturating_sub(done),
             purged,
             purged_restored: 0,
+            resuperseded,
+            rejoined,
         })
     }
+}
+
+/// Undoes the repair step of run `run`: memories it reinstated are
+/// superseded again, and memories it split off go back into the memory they
+/// came from (provenance first), whose content, terms and vector are put
+/// back while it still holds what the split left. Returns (superseded
+/// again, joined back).
+async fn undo_repairs(
+    tx: &mut sqlx::PgConnection,
+    run: Uuid,
+    actor: &str,
+) -> Result<(u64, u64), StoreError> {
+    sqlx::query(
+        "INSERT INTO memory_events (memory_id, tenant, event, actor, run_id, detail)
+         SELECT DISTINCT e.memory_id, e.tenant, 'restore', $2, $1, jsonb_build_object('restored_run', $1)
+         FROM memory_events e
+         WHERE e.run_id = $1 AND e.detail->>'role' IN ('reinstated', 'split') AND e.event <> 'create'
+           AND EXISTS (SELECT 1 FROM memories m WHERE m.id = e.memory_id)",
+    )
+    .bind(run)
+    .bind(actor)
+    .execute(&mut *tx)
+    .await?;
+    let resuperseded = sqlx::query(
+        "UPDATE memories m SET status = 'superseded', superseded_by = (e.detail->>'superseded_by')::uuid,
+                updated_at = clock_timestamp(), index_state = 'pending'
+         FROM memory_events e
+         WHERE e.run_id = $1 AND e.event = 'restore' AND e.detail->>'role' = 'reinstated'
+           AND m.id = e.memory_id AND m.status = 'active' AND m.superseded_by IS NULL",
+    )
+    .bind(run)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    const SPLIT_OFF: &str = "e.run_id = $1 AND e.event = 'create' AND e.detail->>'role' = 'split'";
+    let sql = format!(
+        "UPDATE memory_sources s SET memory_id = (e.detail->>'from')::uuid
+         FROM memory_events e
+         WHERE {SPLIT_OFF} AND s.memory_id = e.memory_id
+           AND EXISTS (SELECT 1 FROM memories m WHERE m.id = (e.detail->>'from')::uuid)"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(run)
+        .execute(&mut *tx)
+        .await?;
+    let sql = format!(
+        "DELETE FROM memories m USING memory_events e
+         WHERE {SPLIT_OFF} AND m.id = e.memory_id
+           AND NOT EXISTS (SELECT 1 FROM memory_sources s WHERE s.memory_id = m.id)"
+    );
+    let rejoined = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(run)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    sqlx::query(
+        "UPDATE memories m SET content = e.detail->'before'->>'content',
+                content_key = e.detail->'before'->>'content_key',
+                terms = ARRAY(SELECT jsonb_array_elements_text(e.detail->'before'->'terms')),
+                embedding = ARRAY(SELECT x::real
+                                  FROM jsonb_array_elements_text(e.detail->'before'->'embedding')
+                                       WITH ORDINALITY AS a(x, i) ORDER BY i),
+                updated_at = clock_timestamp(), index_state = 'pending'
+         FROM memory_events e
+         WHERE e.run_id = $1 AND e.event = 'update' AND e.detail->>'role' = 'split'
+           AND m.id = e.memory_id AND m.content = e.detail->'after'->>'content'",
+    )
+    .bind(run)
+    .execute(&mut *tx)
+    .await?;
+    Ok((resuperseded, rejoined))
 }
