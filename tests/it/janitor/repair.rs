@@ -94,6 +94,11 @@ async fn memory(
     id
 }
 
+/// A memory of one fact, with that fact's vector.
+async fn own(pool: &PgPool, embedder: &LocalEmbedder, content: &str, fact_id: &str) -> Uuid {
+    memory(pool, embedder, content, content, "t1", &[fact_id]).await
+}
+
 async fn event(pool: &PgPool, id: Uuid, event: &str, detail: Value) {
     sqlx::query(
         "INSERT INTO memory_events (memory_id, tenant, event, actor, detail) VALUES ($1, $2, $3, 'persist', $4)",
@@ -164,43 +169,11 @@ async fn wrong_merges_and_supersedes_are_split_and_reinstated_from_provenance_an
         &["f1", "f2", "f3", "f4"],
     )
     .await;
-    let sister = memory(
-        &pool,
-        &embedder,
-        "Li的妹妹住在北京。",
-        "Li的妹妹住在北京。",
-        "t1",
-        &["f5"],
-    )
-    .await;
-    let brother = memory(
-        &pool,
-        &embedder,
-        "Li的哥哥住在广州。",
-        "Li的哥哥住在广州。",
-        "t1",
-        &["f6"],
-    )
-    .await;
+    let sister = own(&pool, &embedder, "Li的妹妹住在北京。", "f5").await;
+    let brother = own(&pool, &embedder, "Li的哥哥住在广州。", "f6").await;
     supersede(&pool, sister, brother).await;
-    let hangzhou = memory(
-        &pool,
-        &embedder,
-        "Li住在杭州。",
-        "Li住在杭州。",
-        "t1",
-        &["f7"],
-    )
-    .await;
-    let suzhou = memory(
-        &pool,
-        &embedder,
-        "Li现在住在苏州。",
-        "Li现在住在苏州。",
-        "t1",
-        &["f8"],
-    )
-    .await;
+    let hangzhou = own(&pool, &embedder, "Li住在杭州。", "f7").await;
+    let suzhou = own(&pool, &embedder, "Li现在住在苏州。", "f8").await;
     supersede(&pool, hangzhou, suzhou).await;
     let teacher = memory(
         &pool,

@@ -92,8 +92,10 @@ pub enum Command {
     },
     /// Persist's decision (create, merge or supersede) on labelled fact pairs
     /// in seven languages (`<lang>.jsonl`): merge and supersede precision and
-    /// recall per language, for the rule persist runs and its ablations
-    /// (the cosine alone, the words alone, the English-centred statement rule).
+    /// recall per language, for the rule persist runs (the cosine gates only
+    /// texts in the scripts of the model's declared languages) and its
+    /// ablations (the cosine gating every script, the cosine alone, the words
+    /// alone, the English-centred statement rule).
     Dedupe {
         /// The corpus directory.
         #[arg(default_value = "tests/corpus/dedupe")]

@@ -19,6 +19,30 @@ use hindsight_core::turn::TurnContext;
 const FACT_CONTENT: &str = "(SELECT f->>'content' FROM turns t, jsonb_array_elements(t.facts) f
       WHERE t.tenant = s.tenant AND t.turn_id = s.turn_id AND f->>'fact_id' = s.fact_id LIMIT 1)";
 
+/// One audit event of the run's repair on a memory.
+async fn event(
+    conn: &mut PgConnection,
+    run: Uuid,
+    id: Uuid,
+    tenant: &str,
+    event: &str,
+    detail: serde_json::Value,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO memory_events (memory_id, tenant, event, actor, run_id, detail)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(id)
+    .bind(tenant)
+    .bind(event)
+    .bind(ACTOR)
+    .bind(run)
+    .bind(detail)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// A memory persist superseded, and the fact that superseded it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Superseded {
@@ -78,17 +102,8 @@ pub async fn reinstate(
             continue;
         }
         done += 1;
-        sqlx::query(
-            "INSERT INTO memory_events (memory_id, tenant, event, actor, run_id, detail)
-             VALUES ($1, $2, 'restore', $3, $4, $5)",
-        )
-        .bind(r.id)
-        .bind(&r.tenant)
-        .bind(ACTOR)
-        .bind(run)
-        .bind(json!({"role": "reinstated", "superseded_by": r.superseded_by}))
-        .execute(&mut *conn)
-        .await?;
+        let detail = json!({"role": "reinstated", "superseded_by": r.superseded_by});
+        event(conn, run, r.id, &r.tenant, "restore", detail).await?;
     }
     Ok(done)
 }
@@ -219,21 +234,12 @@ pub async fn split(
     .bind(&kept.embedding)
     .execute(&mut *conn)
     .await?;
-    sqlx::query(
-        "INSERT INTO memory_events (memory_id, tenant, event, actor, run_id, detail)
-         VALUES ($1, $2, 'update', $3, $4, $5)",
-    )
-    .bind(memory.id)
-    .bind(&memory.tenant)
-    .bind(ACTOR)
-    .bind(run)
-    .bind(json!({
+    let detail = json!({
         "role": "split",
         "before": {"content": content, "content_key": content_key, "terms": terms, "embedding": embedding},
         "after": {"content": kept.content},
-    }))
-    .execute(&mut *conn)
-    .await?;
+    });
+    event(conn, run, memory.id, &memory.tenant, "update", detail).await?;
     let mut made = 0;
     for part in parts {
         let Some(first) = part.fact_ids.first() else {
@@ -276,17 +282,8 @@ pub async fn split(
         .bind(&part.fact_ids)
         .execute(&mut *conn)
         .await?;
-        sqlx::query(
-            "INSERT INTO memory_events (memory_id, tenant, event, actor, run_id, detail)
-             VALUES ($1, $2, 'create', $3, $4, $5)",
-        )
-        .bind(id)
-        .bind(&memory.tenant)
-        .bind(ACTOR)
-        .bind(run)
-        .bind(json!({"role": "split", "from": memory.id, "fact_ids": part.fact_ids}))
-        .execute(&mut *conn)
-        .await?;
+        let detail = json!({"role": "split", "from": memory.id, "fact_ids": part.fact_ids});
+        event(conn, run, id, &memory.tenant, "create", detail).await?;
     }
     Ok(made)
 }
