@@ -258,6 +258,8 @@ async fn the_ops_page_in_chromium_shows_what_the_system_holds() {
     assert_eq!(one(&page, "run:id"), report.id.to_string());
     let c = report.counts.total;
     for (step, n) in [
+        ("reinstated", c.reinstated),
+        ("split", c.split),
         ("decayed", c.decayed),
         ("merged", c.merged),
         ("archived", c.archived),

@@ -1,8 +1,8 @@
 //! The janitor: the weekly maintenance of memory.
 //!
-//! A run ([`run`], its steps in [`exec`]) takes every tenant's memories through five steps, in
-//! order — decay, merge (cosine ≥ 0.95), archive, consolidate, purge —
-//! deciding with the plain functions of [`policy`], [`similarity`] and
+//! A run ([`run`], its steps in [`exec`]) takes every tenant's memories through six steps, in
+//! order — repair, decay, merge (cosine ≥ 0.95), archive, consolidate, purge —
+//! deciding with the plain functions of [`repair`], [`policy`], [`similarity`] and
 //! [`consolidate`], reading and writing in chunks through
 //! `hindsight_store::maintenance`. Runs are scheduled ([`schedule`]),
 //! asked for over NATS ([`control`]), recorded, reversible ([`restore`]) and

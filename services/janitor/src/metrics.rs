@@ -15,6 +15,8 @@ pub fn run_finished(report: &RunReport) {
         status: &report.status,
         elapsed: Duration::from_secs_f64(report.seconds),
         changes: &[
+            ("reinstated", c.reinstated),
+            ("split", c.split),
             ("decayed", c.decayed),
             ("merged", c.merged),
             ("archived", c.archived),

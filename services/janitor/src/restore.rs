@@ -14,7 +14,7 @@ pub struct RestoreReport {
 }
 
 impl Janitor {
-    /// Puts back what run `id` decayed, merged, archived or consolidated;
+    /// Puts back what run `id` repaired, decayed, merged, archived or consolidated;
     /// with `purged`, also the memories it purged, from its export.
     pub async fn restore(&self, id: Uuid, purged: bool) -> Result<RestoreReport, JanitorError> {
         let Some(lock) = self.store.try_lock_janitor().await? else {

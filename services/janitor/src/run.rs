@@ -1,4 +1,4 @@
-//! One maintenance run: decay, merge, archive, consolidate, purge, in that
+//! One maintenance run: repair, decay, merge, archive, consolidate, purge, in that
 //! order, over every tenant (or one).
 //!
 //! Exactly one run executes at a time (the Postgres advisory lock of

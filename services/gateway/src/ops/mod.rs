@@ -71,12 +71,15 @@ pub struct LastRun {
     pub finished_at: Option<DateTime<Utc>>,
     pub status: String,
     pub trigger: String,
-    /// Changes per step (decayed, merged, archived, consolidated, summaries, purged).
+    /// Changes per step (reinstated, split, decayed, merged, archived,
+    /// consolidated, summaries, purged).
     pub counts: Vec<(String, u64)>,
     pub errors: usize,
 }
 
 const RUN_STEPS: &[&str] = &[
+    "reinstated",
+    "split",
     "decayed",
     "merged",
     "archived",

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Run decay, merge, archive, consolidate and purge now (every tenant, or one).
+    /// Run repair, decay, merge, archive, consolidate and purge now (every tenant, or one).
     Run {
         /// Report what a run would change, and change nothing.
         #[arg(long)]
@@ -32,7 +32,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Put back what a run decayed, merged, archived or consolidated (its
+    /// Put back what a run repaired, decayed, merged, archived or consolidated (its
     /// purges are in its export under HINDSIGHT_DATA_DIR/exports/).
     Restore {
         run: Uuid,
