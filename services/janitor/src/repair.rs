@@ -36,13 +36,14 @@ pub struct Group {
 /// with a detail added: the fuller content is the group's), else starts a
 /// group of its own. The first group is the memory's.
 pub fn groups(facts: &[(String, String)]) -> Vec<Group> {
-    let mut out: Vec<(Group, Reading)> = Vec::new();
+    // Each group with its content read and keyed once, as it changes.
+    let mut out: Vec<(Group, Reading, String)> = Vec::new();
     for (id, content) in facts {
         let new = Reading::new(content);
         let key = content_key(content);
-        let joined = out.iter_mut().find_map(|(g, old)| {
-            if content_key(&g.content) == key {
-                return Some((g, old, false));
+        let joined = out.iter_mut().find_map(|(g, old, old_key)| {
+            if *old_key == key {
+                return Some((g, old, old_key, false));
             }
             old.restated_by(&new).map(|relation| {
                 let fuller = matches!(
@@ -51,15 +52,16 @@ pub fn groups(facts: &[(String, String)]) -> Vec<Group> {
                         new_is_fuller: true
                     }
                 );
-                (g, old, fuller)
+                (g, old, old_key, fuller)
             })
         });
         match joined {
-            Some((g, old, fuller)) => {
+            Some((g, old, old_key, fuller)) => {
                 g.fact_ids.push(id.clone());
                 if fuller {
                     g.content = content.clone();
                     *old = new;
+                    *old_key = key;
                 }
             }
             None => out.push((
@@ -68,10 +70,11 @@ pub fn groups(facts: &[(String, String)]) -> Vec<Group> {
                     fact_ids: vec![id.clone()],
                 },
                 new,
+                key,
             )),
         }
     }
-    out.into_iter().map(|(g, _)| g).collect()
+    out.into_iter().map(|(g, ..)| g).collect()
 }
 
 impl Exec<'_> {

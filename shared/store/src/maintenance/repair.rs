@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::{
     StoreError,
-    maintenance::ACTOR,
+    maintenance::steps::add_events,
     memories::{TERMS_VERSION, search_terms},
 };
 use hindsight_core::turn::TurnContext;
@@ -18,30 +18,6 @@ use hindsight_core::turn::TurnContext;
 /// `s.fact_id` (NULL when the turn or its facts are gone).
 const FACT_CONTENT: &str = "(SELECT f->>'content' FROM turns t, jsonb_array_elements(t.facts) f
       WHERE t.tenant = s.tenant AND t.turn_id = s.turn_id AND f->>'fact_id' = s.fact_id LIMIT 1)";
-
-/// One audit event of the run's repair on a memory.
-async fn event(
-    conn: &mut PgConnection,
-    run: Uuid,
-    id: Uuid,
-    tenant: &str,
-    event: &str,
-    detail: serde_json::Value,
-) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO memory_events (memory_id, tenant, event, actor, run_id, detail)
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(id)
-    .bind(tenant)
-    .bind(event)
-    .bind(ACTOR)
-    .bind(run)
-    .bind(detail)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
 
 /// A memory persist superseded, and the fact that superseded it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -103,7 +79,7 @@ pub async fn reinstate(
         }
         done += 1;
         let detail = json!({"role": "reinstated", "superseded_by": r.superseded_by});
-        event(conn, run, r.id, &r.tenant, "restore", detail).await?;
+        add_events(conn, run, "restore", vec![(r.id, r.tenant.clone(), detail)]).await?;
     }
     Ok(done)
 }
@@ -161,12 +137,12 @@ pub async fn merged(
         .bind(tenant)
         .fetch_all(conn)
         .await?;
-    // Grouped by memory; a fact whose content is gone leaves its memory
-    // unjudged (marked by an empty fact list).
-    let mut out: Vec<Merged> = Vec::new();
+    // Grouped by memory (the rows come ordered by it); a memory with a fact
+    // whose content is gone is not judged.
+    let mut grouped: Vec<(Merged, bool)> = Vec::new();
     for r in rows {
-        if out.last().is_none_or(|m| m.id != r.id) {
-            out.push(Merged {
+        if grouped.last().is_none_or(|(m, _)| m.id != r.id) {
+            let memory = Merged {
                 id: r.id,
                 tenant: r.tenant,
                 content: r.content,
@@ -175,18 +151,21 @@ pub async fn merged(
                 embedding_model: r.embedding_model,
                 embedding_version: r.embedding_version,
                 facts: Vec::new(),
-            });
+            };
+            grouped.push((memory, true));
         }
-        let Some(m) = out.last_mut() else { continue };
-        match r.fact_content {
-            Some(content) if m.facts.first().is_none_or(|f| !f.0.is_empty()) => {
-                m.facts.push((r.fact_id, content));
+        if let Some((m, known)) = grouped.last_mut() {
+            match r.fact_content {
+                Some(content) => m.facts.push((r.fact_id, content)),
+                None => *known = false,
             }
-            _ => m.facts = vec![(String::new(), String::new())],
         }
     }
-    out.retain(|m| m.facts.iter().all(|f| !f.0.is_empty()));
-    out.retain(|m| m.facts.len() > 1);
+    let out: Vec<Merged> = grouped
+        .into_iter()
+        .filter(|(m, known)| *known && m.facts.len() > 1)
+        .map(|(m, _)| m)
+        .collect();
     Ok(out)
 }
 
@@ -239,7 +218,13 @@ pub async fn split(
         "before": {"content": content, "content_key": content_key, "terms": terms, "embedding": embedding},
         "after": {"content": kept.content},
     });
-    event(conn, run, memory.id, &memory.tenant, "update", detail).await?;
+    add_events(
+        conn,
+        run,
+        "update",
+        vec![(memory.id, memory.tenant.clone(), detail)],
+    )
+    .await?;
     let mut made = 0;
     for part in parts {
         let Some(first) = part.fact_ids.first() else {
@@ -283,7 +268,13 @@ pub async fn split(
         .execute(&mut *conn)
         .await?;
         let detail = json!({"role": "split", "from": memory.id, "fact_ids": part.fact_ids});
-        event(conn, run, id, &memory.tenant, "create", detail).await?;
+        add_events(
+            conn,
+            run,
+            "create",
+            vec![(id, memory.tenant.clone(), detail)],
+        )
+        .await?;
     }
     Ok(made)
 }

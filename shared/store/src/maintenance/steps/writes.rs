@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::{StoreError, maintenance::ACTOR};
 
 /// Writes one audit event per memory of a run.
-async fn add_events(
+pub(crate) async fn add_events(
     conn: &mut PgConnection,
     run: Uuid,
     event: &str,
