@@ -6,6 +6,7 @@
 mod dedupe_languages;
 mod embedder_reference;
 mod envelope_roundtrip;
+mod erase;
 mod extract_pipeline;
 mod filter_pipeline;
 mod filter_stage;

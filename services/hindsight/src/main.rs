@@ -1,5 +1,5 @@
 //! `hindsight`: run any stage or all of them with the gateway, publish turns,
-//! recall, serve MCP over stdio, manage tenant keys, run and undo maintenance,
+//! recall, serve MCP over stdio, manage tenant keys, erase a user, run and undo maintenance,
 //! and inspect streams and the dead-letter queue. Configuration comes from environment variables
 //! (`hindsight config` lists them); logs go to stderr.
 
@@ -67,6 +67,11 @@ enum Command {
         #[command(subcommand)]
         command: cmd::tenant::Command,
     },
+    /// Erase a user everywhere hindsight keeps what they said.
+    User {
+        #[command(subcommand)]
+        command: cmd::user::Command,
+    },
     /// Run the janitor's maintenance now, undo a run, list runs.
     Maintenance {
         #[command(subcommand)]
@@ -100,6 +105,7 @@ async fn main() -> std::process::ExitCode {
         Command::Bench { command } => cmd::bench::run(command).await,
         Command::Eval { command } => cmd::eval::run(command).await,
         Command::Maintenance { command } => cmd::maintenance::run(command).await,
+        Command::User { command } => cmd::user::run(command).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

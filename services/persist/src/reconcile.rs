@@ -6,7 +6,7 @@ use std::{collections::HashMap, time::Duration};
 
 use hindsight_core::{Namespace, embedding::ModelId, memory::Status};
 use hindsight_index::{Collection, IndexError, Payload, Point, VectorIndex};
-use hindsight_store::{Store, StoreError, memories::Indexable};
+use hindsight_store::{Store, StoreError, erase::PendingPoint, memories::Indexable};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -125,8 +125,45 @@ pub async fn catch_up(
     Ok(done)
 }
 
-/// Runs [`catch_up`] every `every` until `shutdown` fires, and rewrites the
-/// search terms of memories an older version wrote ([`Store::upgrade_terms`]).
+/// Removes up to `limit` points that erases of users are waiting for, and
+/// counts them to their erase; returns how many. An erase's database pass
+/// writes them down (`erasure_points`); the reconciler owns the index.
+pub async fn remove_erased(
+    store: &Store,
+    index: &dyn VectorIndex,
+    ns: &Namespace,
+    limit: i64,
+) -> Result<usize, ReconcileError> {
+    let points = store.pending_points(limit).await?;
+    let mut by_collection: HashMap<Collection, Vec<Uuid>> = HashMap::new();
+    for p in &points {
+        by_collection
+            .entry(collection_of_point(ns, p))
+            .or_default()
+            .push(p.point);
+    }
+    for (collection, ids) in by_collection {
+        index.ensure(&collection).await?;
+        index.delete(&collection, ids).await?;
+    }
+    store.points_removed(&points).await?;
+    Ok(points.len())
+}
+
+fn collection_of_point(ns: &Namespace, p: &PendingPoint) -> Collection {
+    Collection::for_model(
+        ns,
+        &ModelId {
+            name: p.embedding_model.clone(),
+            version: p.embedding_version.clone(),
+            dimension: p.dimension.max(0) as usize,
+        },
+    )
+}
+
+/// Runs [`catch_up`] every `every` until `shutdown` fires, removes the points
+/// of erased users ([`remove_erased`]), and rewrites the search terms of
+/// memories an older version wrote ([`Store::upgrade_terms`]).
 pub async fn run(
     store: Store,
     index: std::sync::Arc<dyn VectorIndex>,
@@ -144,6 +181,18 @@ pub async fn run(
                 Ok(_) => break,
                 Err(e) => {
                     tracing::debug!(error = %e, "reconciler: index still unavailable");
+                    break;
+                }
+            }
+        }
+        // Points of erased users go after the catch-up, so that a point the
+        // catch-up wrote from a row read just before the erase is removed too.
+        loop {
+            match remove_erased(&store, index.as_ref(), &ns, 1_000).await {
+                Ok(n) if n > 0 => tracing::info!(points = n, "removed erased users' points"),
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::debug!(error = %e, "reconciler: cannot remove erased points yet");
                     break;
                 }
             }

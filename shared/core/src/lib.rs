@@ -9,11 +9,13 @@
 //! adapter crates (embedder, index), so that those link this crate alone, and
 //! [`http_client`] is the one way to build an outbound HTTP client, [`retry`]
 //! the one backoff policy (reaching a dependency at start, redeliveries).
+//! [`erase`] names the places an erase of a user visits and what it counts.
 //! [`closed_set`] declares every closed set (status, kind, fact type, signal,
 //! fusion) the same way: one name per member, read back strictly.
 
 pub mod closed_set;
 pub mod embedding;
+pub mod erase;
 pub mod fact;
 pub mod http_client;
 pub mod ids;

@@ -3,6 +3,7 @@
 
 pub mod admin;
 mod db;
+pub mod erase;
 pub mod maintenance;
 pub mod memories;
 pub mod observe;

@@ -12,6 +12,7 @@ pub mod status;
 pub mod streams;
 pub mod tenant;
 pub mod up;
+pub mod user;
 
 use hindsight_shared::{Config, bus::Bus, config, telemetry};
 

@@ -6,3 +6,4 @@ mod compose;
 mod dlq_cli;
 mod maintenance_cli;
 mod mcp_stdio;
+mod user_cli;

@@ -1,0 +1,161 @@
+//! Erasing one user everywhere hindsight keeps what they said.
+//!
+//! An erase is a job (`erasures` in Postgres) with a state per place
+//! ([`Place`]). It visits the places in order and marks each done; a job
+//! killed halfway is picked up by the next erase of the same user, which
+//! skips the places already done and repeats none of the counting. The
+//! database place runs in one transaction and writes down, with the rows it
+//! deletes, what the places outside Postgres still have to remove, so a kill
+//! between places loses none of it.
+//!
+//! What is guaranteed, and what is not, is in `docs/erase.md`.
+
+use std::time::Duration;
+
+use hindsight_core::{
+    erase::{Counts, Place},
+    ids,
+};
+use hindsight_store::{
+    Store, StoreError,
+    erase::{Erasure, user_hash},
+};
+use serde::Serialize;
+use uuid::Uuid;
+
+/// How long an erase waits by default for the index's owner to remove the
+/// user's points before it leaves the job running and says so.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, thiserror::Error)]
+pub enum EraseError {
+    #[error(
+        "invalid user id {0:?}: a user id is 1 to {max} characters of A-Z a-z 0-9 . _ : / @ -",
+        max = ids::MAX_ID_LEN
+    )]
+    InvalidUser(String),
+    #[error("invalid tenant {0:?}: a tenant is 1 to {max} characters of A-Z a-z 0-9 _ : / @ -", max = ids::MAX_ID_LEN)]
+    InvalidTenant(String),
+    #[error(
+        "erase {erasure} is still running: {left} index points wait for the index's owner \
+         (the persist service) to remove them; is it running? Run the erase again to resume it"
+    )]
+    IndexPending { erasure: Uuid, left: i64 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What an erase did (or, in a dry run, would do).
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The job; `None` in a dry run.
+    pub erasure: Option<Uuid>,
+    pub tenant: String,
+    /// What the erase's record keeps instead of the user's id.
+    pub user_hash: String,
+    pub dry_run: bool,
+    /// Whether this erase finished a job an earlier one left running.
+    pub resumed: bool,
+    /// Everything removed, this call and any earlier call of the same job.
+    pub counts: Counts,
+}
+
+/// Runs erases against the places it was given.
+#[derive(Clone)]
+pub struct Eraser {
+    store: Store,
+    wait: Duration,
+}
+
+impl Eraser {
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            wait: DEFAULT_WAIT,
+        }
+    }
+
+    /// How long to wait for the index's owner before leaving the job running.
+    pub fn with_wait(mut self, wait: Duration) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// Erases the user, or (dry run) counts what an erase would remove. An
+    /// unknown user erases nothing and reports zero counts.
+    pub async fn erase(
+        &self,
+        tenant: &str,
+        user_id: &str,
+        actor: &str,
+        dry_run: bool,
+    ) -> Result<Report, EraseError> {
+        if !ids::is_valid_tenant(tenant) {
+            return Err(EraseError::InvalidTenant(tenant.to_string()));
+        }
+        if !ids::is_valid_id(user_id) {
+            return Err(EraseError::InvalidUser(user_id.to_string()));
+        }
+        if dry_run {
+            return Ok(Report {
+                erasure: None,
+                tenant: tenant.to_string(),
+                user_hash: user_hash(tenant, user_id),
+                dry_run,
+                resumed: false,
+                counts: self.store.erasable(tenant, user_id).await?,
+            });
+        }
+        let job = self.store.start_erasure(tenant, user_id, actor).await?;
+        tracing::info!(erasure = %job.id, tenant, resumed = job.resumed, "erase started");
+        for place in Place::ORDER {
+            if !job.is_done(place) {
+                self.visit(&job, place).await?;
+            }
+        }
+        // A second database pass takes what work in flight when the job
+        // started wrote since the first (a turn between two stages), and its
+        // points go the same way.
+        self.store.erase_rows(&job).await?;
+        self.visit(&job, Place::Index).await?;
+        let record = self.store.finish_erasure(job.id).await?;
+        tracing::info!(erasure = %job.id, tenant, total = record.counts.total(), "erase finished");
+        Ok(Report {
+            erasure: Some(job.id),
+            tenant: record.tenant,
+            user_hash: record.user_hash,
+            dry_run,
+            resumed: job.resumed,
+            counts: record.counts,
+        })
+    }
+
+    async fn visit(&self, job: &Erasure, place: Place) -> Result<(), EraseError> {
+        match place {
+            Place::Database => {
+                let c = self.store.erase_rows(job).await?;
+                tracing::info!(erasure = %job.id, memories = c.memories, turns = c.turns, "database erased");
+            }
+            Place::Index => {
+                self.wait_for_index(job.id).await?;
+                self.store.erasure_place_done(job.id, place).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until the index's owner has removed every point of the job.
+    async fn wait_for_index(&self, erasure: Uuid) -> Result<(), EraseError> {
+        let deadline = tokio::time::Instant::now() + self.wait;
+        loop {
+            let left = self.store.points_left(erasure).await?;
+            if left == 0 {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(EraseError::IndexPending { erasure, left });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Erasing a user, proven by a canary: turns carrying a unique string go
+//! through the whole system (real NATS, Postgres, the local model and the
+//! index); after the erase the string is found in no row of any table and
+//! the user has no point in the index, while another user's rows are byte
+//! for byte what they were.
+
+use std::time::Duration;
+
+use hindsight_core::embedding::ModelId;
+use hindsight_erase::{EraseError, Eraser};
+use hindsight_index::{Collection, Scope, VectorIndex};
+use hindsight_tests::{Deployment, stack::Stack};
+use serde_json::json;
+
+const TENANT: &str = "acme";
+/// The erased user, and the string only their turns hold.
+const USER: &str = "ann";
+const CANARY: &str = "Zorblax7731";
+/// Another user of the same tenant, who must not be touched.
+const OTHER: &str = "bob";
+
+async fn say(d: &Deployment, user: &str, session: &str, turn_id: &str, content: &str) {
+    let turn = json!({
+        "tenant": TENANT, "user_id": user, "session_id": session, "turn_id": turn_id,
+        "speaker": user, "ts": "2024-03-01T10:00:00Z", "content": content,
+    });
+    d.publish_raw(TENANT, turn.to_string().into_bytes()).await;
+}
+
+/// A user's conversation: kept turns, a fact superseded by a later one, and
+/// a repeat that the filter drops. `mark` goes into most turns. `before` is
+/// how many turns the deployment holds already.
+async fn converse(d: &Deployment, user: &str, mark: &str, before: i64) {
+    let session = format!("{user}-s1");
+    let lines = [
+        "My favourite colour is red.".to_string(),
+        format!("My sister Ruth teaches chemistry at {mark} Academy."),
+        "My favourite colour is blue now.".to_string(),
+        format!("I walk to {mark} Park every morning."),
+        format!("I walk to {mark} Park every morning."),
+    ];
+    // The change goes after what it changes has become a memory.
+    for (i, line) in lines.iter().enumerate() {
+        say(d, user, &session, &format!("{user}-t{i}"), line).await;
+        if i == 1 {
+            hindsight_tests::stack::drained(d, before + 2).await;
+        }
+    }
+    hindsight_tests::stack::drained(d, before + lines.len() as i64).await;
+}
+
+/// How many rows of each table hold `needle`, any column, as text.
+async fn rows_holding(d: &Deployment, needle: &str) -> Vec<(String, i64)> {
+    let pool = &d.ctx.store.pool;
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables
+          WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("tables");
+    let mut out = Vec::new();
+    for table in tables {
+        let sql = format!("SELECT count(*) FROM \"{table}\" AS r WHERE r::text ILIKE $1");
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind(format!("%{needle}%"))
+            .fetch_one(pool)
+            .await
+            .expect("count");
+        if n > 0 {
+            out.push((table, n));
+        }
+    }
+    out
+}
+
+/// A hash of every row (any table) that names `user`, in a stable order.
+async fn rows_hash(d: &Deployment, user: &str) -> Vec<(String, String)> {
+    let pool = &d.ctx.store.pool;
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables
+          WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("tables");
+    let mut out = Vec::new();
+    for table in tables {
+        let sql = format!(
+            "SELECT coalesce(md5(string_agg(r::text, '|' ORDER BY r::text)), '') FROM \"{table}\" AS r
+              WHERE r::text LIKE $1"
+        );
+        let hash: String = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind(format!("%{user}%"))
+            .fetch_one(pool)
+            .await
+            .expect("hash");
+        out.push((table, hash));
+    }
+    out
+}
+
+async fn points(d: &Deployment, index: &dyn VectorIndex, user: &str) -> u64 {
+    let mut total = 0;
+    for (name, version, dimension) in d.ctx.store.embedding_models().await.expect("models") {
+        let model = ModelId {
+            name,
+            version,
+            dimension: dimension.max(0) as usize,
+        };
+        let collection = Collection::for_model(&d.config().namespace, &model);
+        let scope = Scope {
+            tenant: TENANT.into(),
+            user_id: user.into(),
+            ..Scope::default()
+        };
+        total += index.count(&collection, Some(&scope)).await.expect("count");
+    }
+    total
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
+    let d = Deployment::new("erase", |_| {}).await;
+    let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
+    let stack = Stack::start(&d, index.clone()).await;
+    converse(&d, USER, CANARY, 0).await;
+    converse(&d, OTHER, "Quillon2290", 5).await;
+
+    assert!(
+        !rows_holding(&d, CANARY).await.is_empty(),
+        "the canary went in"
+    );
+    let (ann_points, bob_points) = (
+        points(&d, index.as_ref(), USER).await,
+        points(&d, index.as_ref(), OTHER).await,
+    );
+    assert!(
+        ann_points > 0 && bob_points > 0,
+        "{ann_points} {bob_points}"
+    );
+    let statuses: Vec<String> = sqlx::query_scalar(
+        "SELECT status || ': ' || content FROM memories WHERE user_id = $1 ORDER BY 1",
+    )
+    .bind(USER)
+    .fetch_all(&d.ctx.store.pool)
+    .await
+    .expect("statuses");
+    assert!(
+        statuses.iter().any(|s| s.starts_with("superseded")),
+        "{statuses:?}"
+    );
+    let other_before = rows_hash(&d, OTHER).await;
+
+    let eraser = Eraser::new(d.ctx.store.clone()).with_wait(Duration::from_secs(30));
+    let dry = eraser
+        .erase(TENANT, USER, "test", true)
+        .await
+        .expect("a dry run");
+    assert!(dry.erasure.is_none());
+    assert_eq!(dry.counts.turns, 5, "{:?}", dry.counts);
+    assert!(
+        !rows_holding(&d, CANARY).await.is_empty(),
+        "a dry run changes nothing"
+    );
+
+    let report = eraser
+        .erase(TENANT, USER, "test", false)
+        .await
+        .expect("the erase");
+    let c = &report.counts;
+    assert_eq!(c.turns, 5, "{c:?}");
+    assert_eq!(c.memories, dry.counts.memories, "{c:?}");
+    assert_eq!(c.sources, dry.counts.sources, "{c:?}");
+    assert_eq!(c.events, dry.counts.events, "{c:?}");
+    assert_eq!(c.index_points, dry.counts.index_points, "{c:?}");
+    assert!(c.memories > 0 && c.events >= c.memories, "{c:?}");
+
+    assert_eq!(rows_holding(&d, CANARY).await, Vec::new());
+    assert_eq!(rows_holding(&d, &format!("{USER}-t")).await, Vec::new());
+    let left: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM memories WHERE user_id = $1)
+              + (SELECT count(*) FROM turns WHERE user_id = $1)
+              + (SELECT count(*) FROM memory_events WHERE user_id = $1)",
+    )
+    .bind(USER)
+    .fetch_one(&d.ctx.store.pool)
+    .await
+    .expect("count");
+    assert_eq!(left, 0);
+    assert_eq!(points(&d, index.as_ref(), USER).await, 0);
+    assert_eq!(points(&d, index.as_ref(), OTHER).await, bob_points);
+    assert_eq!(rows_hash(&d, OTHER).await, other_before);
+
+    // The record keeps who, when and how much, and the user's hash, not the id.
+    let record: (Option<String>, String, serde_json::Value) = sqlx::query_as(
+        "SELECT user_id, actor, counts FROM erasures WHERE id = $1 AND status = 'finished'",
+    )
+    .bind(report.erasure.expect("a job"))
+    .fetch_one(&d.ctx.store.pool)
+    .await
+    .expect("the record");
+    assert_eq!(record.0, None);
+    assert_eq!(record.1, "test");
+    assert_eq!(record.2["turns"], 5);
+    assert_eq!(
+        report.user_hash,
+        hindsight_store::erase::user_hash(TENANT, USER)
+    );
+
+    // Again: nothing is left, and nothing fails.
+    let again = eraser
+        .erase(TENANT, USER, "test", false)
+        .await
+        .expect("again");
+    assert_eq!(again.counts.total(), 0, "{:?}", again.counts);
+
+    stack.stop().await;
+    drop(index);
+    d.remove().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_user_erases_nothing_and_a_malformed_one_is_refused() {
+    let d = Deployment::new("erase-input", |_| {}).await;
+    let eraser = Eraser::new(d.ctx.store.clone()).with_wait(Duration::from_secs(5));
+    let report = eraser
+        .erase(TENANT, "nobody", "test", false)
+        .await
+        .expect("an unknown user is no error");
+    assert_eq!(report.counts.total(), 0, "{:?}", report.counts);
+    assert!(report.erasure.is_some());
+
+    match eraser.erase(TENANT, "bad user;--", "test", false).await {
+        Err(e @ EraseError::InvalidUser(_)) => {
+            assert!(e.to_string().contains("invalid user id"), "{e}")
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    match eraser.erase("a.b", "ann", "test", true).await {
+        Err(EraseError::InvalidTenant(_)) => {}
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    d.remove().await;
+}
