@@ -6,8 +6,10 @@
 
 use std::time::Duration;
 
+use futures::TryStreamExt;
 use hindsight_core::embedding::ModelId;
 use hindsight_erase::{EraseError, Eraser};
+use hindsight_filter::FilterStage;
 use hindsight_index::{Collection, Scope, VectorIndex};
 use hindsight_tests::{Deployment, stack::Stack};
 use serde_json::json;
@@ -100,6 +102,60 @@ async fn rows_hash(d: &Deployment, user: &str) -> Vec<(String, String)> {
     out
 }
 
+/// Every message of every stream of the deployment's namespace (KV buckets
+/// included), as (stream, sequence, headers and body as text).
+async fn stream_messages(d: &Deployment) -> Vec<(String, u64, String)> {
+    let js = &d.ctx.bus.js;
+    let prefix = d.config().namespace.stream_name("");
+    let names: Vec<String> = js.stream_names().try_collect().await.expect("stream names");
+    let mut out = Vec::new();
+    for name in names.into_iter().filter(|n| n.contains(&prefix)) {
+        let mut stream = js.get_stream(&name).await.expect("stream");
+        let state = stream.info().await.expect("info").state.clone();
+        if state.messages == 0 {
+            continue;
+        }
+        for seq in state.first_sequence..=state.last_sequence {
+            if let Ok(msg) = stream.get_raw_message(seq).await {
+                let mut headers: Vec<String> = msg
+                    .headers
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v:?}"))
+                    .collect();
+                headers.sort();
+                let text = format!(
+                    "{} {} {}",
+                    msg.subject,
+                    headers.join(","),
+                    String::from_utf8_lossy(&msg.payload)
+                );
+                out.push((name.clone(), seq, text));
+            }
+        }
+    }
+    out
+}
+
+/// The messages holding `needle`, as (stream, sequence).
+async fn messages_holding(d: &Deployment, needle: &str) -> Vec<(String, u64)> {
+    stream_messages(d)
+        .await
+        .into_iter()
+        .filter(|(_, _, text)| text.contains(needle))
+        .map(|(stream, seq, _)| (stream, seq))
+        .collect()
+}
+
+/// The messages naming `user` as their user, whole.
+async fn messages_of(d: &Deployment, user: &str) -> Vec<(String, u64, String)> {
+    let named = format!("\"user_id\":\"{user}\"");
+    stream_messages(d)
+        .await
+        .into_iter()
+        .filter(|(_, _, text)| text.contains(&named))
+        .collect()
+}
+
 async fn points(d: &Deployment, index: &dyn VectorIndex, user: &str) -> u64 {
     let mut total = 0;
     for (name, version, dimension) in d.ctx.store.embedding_models().await.expect("models") {
@@ -126,6 +182,19 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
     let stack = Stack::start(&d, index.clone()).await;
     converse(&d, USER, CANARY, 0).await;
     converse(&d, OTHER, "Quillon2290", 5).await;
+    // A turn that fails validation: a dead letter, and its message stays in TURNS.
+    for (user, mark) in [(USER, CANARY), (OTHER, "Quillon2290")] {
+        let bad = json!({
+            "tenant": TENANT, "user_id": user, "session_id": format!("{user}-s1"),
+            "turn_id": format!("{user}-bad"), "speaker": user, "role": "robot",
+            "ts": "2024-03-01T10:00:00Z", "content": format!("Bad role, {mark}"),
+        });
+        d.publish_raw(TENANT, bad.to_string().into_bytes()).await;
+    }
+    hindsight_tests::eventually("both are dead letters", Duration::from_secs(30), || async {
+        d.dead_letters().await.len() == 2
+    })
+    .await;
 
     assert!(
         !rows_holding(&d, CANARY).await.is_empty(),
@@ -151,8 +220,16 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
         "{statuses:?}"
     );
     let other_before = rows_hash(&d, OTHER).await;
+    let other_messages = messages_of(&d, OTHER).await;
+    assert!(!messages_holding(&d, CANARY).await.is_empty());
 
-    let eraser = Eraser::new(d.ctx.store.clone()).with_wait(Duration::from_secs(30));
+    let eraser = Eraser::new(
+        d.ctx.store.clone(),
+        d.ctx.bus.js.clone(),
+        d.config().namespace.clone(),
+    )
+    .expect("an eraser")
+    .with_wait(Duration::from_secs(30));
     let dry = eraser
         .erase(TENANT, USER, "test", true)
         .await
@@ -174,6 +251,9 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
     assert_eq!(c.sources, dry.counts.sources, "{c:?}");
     assert_eq!(c.events, dry.counts.events, "{c:?}");
     assert_eq!(c.index_points, dry.counts.index_points, "{c:?}");
+    // Five turns and the invalid one in TURNS, the letter in the DLQ.
+    assert_eq!(c.stream_messages.get("TURNS"), Some(&6), "{c:?}");
+    assert_eq!(c.stream_messages.get("DLQ"), Some(&1), "{c:?}");
     assert!(c.memories > 0 && c.events >= c.memories, "{c:?}");
 
     assert_eq!(rows_holding(&d, CANARY).await, Vec::new());
@@ -191,6 +271,9 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
     assert_eq!(points(&d, index.as_ref(), USER).await, 0);
     assert_eq!(points(&d, index.as_ref(), OTHER).await, bob_points);
     assert_eq!(rows_hash(&d, OTHER).await, other_before);
+    assert_eq!(messages_holding(&d, CANARY).await, Vec::new());
+    assert_eq!(messages_of(&d, USER).await, Vec::new());
+    assert_eq!(messages_of(&d, OTHER).await, other_messages);
 
     // The record keeps who, when and how much, and the user's hash, not the id.
     let record: (Option<String>, String, serde_json::Value) = sqlx::query_as(
@@ -203,6 +286,7 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
     assert_eq!(record.0, None);
     assert_eq!(record.1, "test");
     assert_eq!(record.2["turns"], 5);
+    assert_eq!(record.2["stream_messages"]["DLQ"], 1);
     assert_eq!(
         report.user_hash,
         hindsight_store::erase::user_hash(TENANT, USER)
@@ -223,7 +307,13 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_user_erases_nothing_and_a_malformed_one_is_refused() {
     let d = Deployment::new("erase-input", |_| {}).await;
-    let eraser = Eraser::new(d.ctx.store.clone()).with_wait(Duration::from_secs(5));
+    let eraser = Eraser::new(
+        d.ctx.store.clone(),
+        d.ctx.bus.js.clone(),
+        d.config().namespace.clone(),
+    )
+    .expect("an eraser")
+    .with_wait(Duration::from_secs(5));
     let report = eraser
         .erase(TENANT, "nobody", "test", false)
         .await
@@ -241,5 +331,112 @@ async fn an_unknown_user_erases_nothing_and_a_malformed_one_is_refused() {
         Err(EraseError::InvalidTenant(_)) => {}
         other => panic!("expected a refusal, got {other:?}"),
     }
+    d.remove().await;
+}
+
+/// Turns not archived yet, turns between two stages, and turns the filter
+/// refuses while an erase runs: all go with the user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_in_flight_and_turns_arriving_during_the_erase_are_erased() {
+    let d = Deployment::new("erase-flight", |_| {}).await;
+    let store = d.ctx.store.clone();
+    let eraser = Eraser::new(
+        store.clone(),
+        d.ctx.bus.js.clone(),
+        d.config().namespace.clone(),
+    )
+    .expect("an eraser")
+    .with_wait(Duration::from_secs(5));
+    // The filter runs, nothing after it: kept turns wait in KEPT.
+    let filter = d.start(FilterStage::new(store.clone())).await;
+    say(
+        &d,
+        USER,
+        "s1",
+        "ann-t0",
+        &format!("I keep bees near {CANARY} Farm."),
+    )
+    .await;
+    say(
+        &d,
+        USER,
+        "s1",
+        "ann-t1",
+        &format!("The hives are blue, says {CANARY}."),
+    )
+    .await;
+    say(&d, OTHER, "s2", "bob-t0", "I keep goats.").await;
+    hindsight_tests::eventually(
+        "three turns wait in KEPT",
+        Duration::from_secs(30),
+        || async { d.stream_messages("KEPT").await == 3 },
+    )
+    .await;
+    // The filter stops: the next turn waits in TURNS, not archived.
+    filter.stop().await;
+    say(
+        &d,
+        USER,
+        "s1",
+        "ann-t2",
+        &format!("Honey from {CANARY} sells well."),
+    )
+    .await;
+    d.flush().await;
+    let other_before = messages_of(&d, OTHER).await;
+    assert_eq!(other_before.len(), 2, "bob's turn in TURNS and KEPT");
+
+    let report = eraser
+        .erase(TENANT, USER, "test", false)
+        .await
+        .expect("the erase");
+    let c = &report.counts;
+    assert_eq!(c.turns, 2, "{c:?}");
+    assert_eq!(c.stream_messages.get("TURNS"), Some(&3), "{c:?}");
+    assert_eq!(c.stream_messages.get("KEPT"), Some(&2), "{c:?}");
+    assert_eq!(messages_holding(&d, CANARY).await, Vec::new());
+    assert_eq!(messages_of(&d, OTHER).await, other_before);
+
+    // An erase runs for another user (started, not finished): the filter
+    // refuses their turn, archives nothing of it and writes it down; the
+    // erase then removes it from TURNS. Bob's turn goes through as usual.
+    let job = store
+        .start_erasure(TENANT, "cy", "test")
+        .await
+        .expect("a job");
+    let filter = d.start(FilterStage::new(store.clone())).await;
+    say(&d, "cy", "s3", "cy-t0", &format!("Cy's code is {CANARY}.")).await;
+    say(&d, OTHER, "s2", "bob-t1", "My goats are called Ada and Bo.").await;
+    hindsight_tests::eventually(
+        "the filter has taken both",
+        Duration::from_secs(30),
+        || async { d.backlog("TURNS", "filter").await == 0 },
+    )
+    .await;
+    let bob: i64 = sqlx::query_scalar("SELECT count(*) FROM turns WHERE turn_id = 'bob-t1'")
+        .fetch_one(&store.pool)
+        .await
+        .expect("count");
+    assert_eq!(bob, 1, "another user's turn is archived as usual");
+    let archived: i64 = sqlx::query_scalar("SELECT count(*) FROM turns WHERE user_id = 'cy'")
+        .fetch_one(&store.pool)
+        .await
+        .expect("count");
+    assert_eq!(archived, 0, "a refused turn is not archived");
+    let waiting: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM erasure_messages WHERE erasure = $1")
+            .bind(job.id)
+            .fetch_one(&store.pool)
+            .await
+            .expect("count");
+    assert_eq!(waiting, 1, "the refused turn is written down for the erase");
+    let report = eraser
+        .erase(TENANT, "cy", "test", false)
+        .await
+        .expect("the erase");
+    assert!(report.resumed);
+    assert_eq!(report.counts.stream_messages.get("TURNS"), Some(&1));
+    assert_eq!(messages_holding(&d, CANARY).await, Vec::new());
+    filter.stop().await;
     d.remove().await;
 }

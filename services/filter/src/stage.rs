@@ -10,6 +10,7 @@ use hindsight_core::{
 };
 use hindsight_store::{
     Store, StoreError,
+    erase::work::ReceivedTurn,
     turns::{ArchivedFate, TurnKey, TurnRow},
 };
 
@@ -54,6 +55,9 @@ enum Plan {
     /// Already archived by an earlier delivery of this very message.
     Redelivered(Turn, ArchivedFate),
     New(Turn),
+    /// Of a user being erased: not archived, not passed on; the erase removes
+    /// it from the stream.
+    Erasing,
 }
 
 fn kept(turn: Turn, verdict: &Verdict, context: Option<TurnContext>) -> KeptTurn {
@@ -97,6 +101,8 @@ fn row(turn: &Turn, verdict: &Verdict, stream_seq: u64) -> TurnRow {
 }
 
 const DUPLICATE: &str = "duplicate: this turn was already archived (published again)";
+const ERASING: &str =
+    "erasing: the user is being erased; turns published until the erase ends are erased too";
 
 #[async_trait]
 impl Stage for FilterStage {
@@ -133,6 +139,21 @@ impl Stage for FilterStage {
                 Ok(turn)
             })
             .collect();
+        let received: Vec<ReceivedTurn> = parsed
+            .iter()
+            .zip(batch)
+            .filter_map(|(p, d)| {
+                p.as_ref().ok().map(|t| ReceivedTurn {
+                    tenant: t.tenant.clone(),
+                    user_id: t.user_id.clone(),
+                    seq: d.stream_seq as i64,
+                })
+            })
+            .collect();
+        let erasing = match self.store.refuse_erased(&received).await {
+            Ok(e) => e,
+            Err(e) => return retry_all(batch.len(), &e.to_string()),
+        };
         let keys: Vec<TurnKey> = parsed
             .iter()
             .filter_map(|p| p.as_ref().ok())
@@ -152,6 +173,9 @@ impl Stage for FilterStage {
                     Ok(t) => t,
                     Err(reason) => return Plan::Invalid(reason),
                 };
+                if erasing.contains(&(delivery.stream_seq as i64)) {
+                    return Plan::Erasing;
+                }
                 let key = (turn.tenant.clone(), turn.turn_id.clone());
                 if !seen.insert(key.clone()) {
                     return Plan::Duplicate(key);
@@ -217,6 +241,7 @@ impl Stage for FilterStage {
         for (index, (plan, delivery)) in plans.into_iter().zip(batch).enumerate() {
             let outcome = match plan {
                 Plan::Invalid(reason) => Outcome::Reject(format!("invalid turn: {reason}")),
+                Plan::Erasing => Outcome::Drop(ERASING.into()),
                 Plan::Duplicate(key) => {
                     duplicates.push((key, delivery.stream_seq as i64));
                     Outcome::Drop(DUPLICATE.into())

@@ -17,6 +17,9 @@ closed_set! {
         /// writes down what the later places must remove (stream sequences,
         /// index points), so nothing is lost when the rows naming them go.
         Database,
+        /// The JetStream streams of the namespace: the user's turns in TURNS,
+        /// their messages in flight between stages, their dead letters.
+        Streams,
         /// The vector index's points of the user's memories, removed by the
         /// index's owner (the persist service's reconciler).
         Index,
@@ -26,7 +29,7 @@ closed_set! {
 impl Place {
     /// The order an erase visits the places in: the database first, since it
     /// writes down the later places' work.
-    pub const ORDER: [Place; 2] = [Place::Database, Place::Index];
+    pub const ORDER: [Place; 3] = [Place::Database, Place::Streams, Place::Index];
 }
 
 /// What an erase removed, per place. Numbers only: this is all the record of
@@ -46,7 +49,8 @@ pub struct Counts {
     /// Other memories whose shown context was a turn of the user, cleared.
     pub contexts: u64,
     pub index_points: u64,
-    /// Messages removed from each stream, by stream name.
+    /// Messages removed from each stream, by stream name (relative to the
+    /// namespace: `TURNS`, `KEPT`, `FACTS`, `EMBEDDED`, `DLQ` for dead letters).
     pub stream_messages: BTreeMap<String, u64>,
 }
 

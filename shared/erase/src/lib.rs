@@ -3,29 +3,45 @@
 //! An erase is a job (`erasures` in Postgres) with a state per place
 //! ([`Place`]). It visits the places in order and marks each done; a job
 //! killed halfway is picked up by the next erase of the same user, which
-//! skips the places already done and repeats none of the counting. The
-//! database place runs in one transaction and writes down, with the rows it
-//! deletes, what the places outside Postgres still have to remove, so a kill
-//! between places loses none of it.
+//! skips the places already done and counts nothing twice. The database
+//! place runs in one transaction and writes down, with the rows it deletes,
+//! what the places outside Postgres still have to remove, so a kill between
+//! places loses none of it.
 //!
+//! The contract for turns in motion: turns published before the erase
+//! started are erased, wherever they are (archived, between two stages, dead
+//! lettered); while the job runs the filter refuses the user's new turns and
+//! writes them down for the job to remove; after the places, the job passes
+//! over the database and the streams again until a pass finds nothing (a
+//! stage may have been holding a turn of the user when the job started).
 //! What is guaranteed, and what is not, is in `docs/erase.md`.
+
+pub mod streams;
 
 use std::time::Duration;
 
+use async_nats::jetstream;
 use hindsight_core::{
+    Namespace,
     erase::{Counts, Place},
     ids,
 };
 use hindsight_store::{
     Store, StoreError,
-    erase::{Erasure, user_hash},
+    erase::{Erasure, ErasureRecord, user_hash},
 };
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::streams::Streams;
+
 /// How long an erase waits by default for the index's owner to remove the
 /// user's points before it leaves the job running and says so.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
+/// Passes over the database and the streams after the places, at most.
+const PASSES: u32 = 10;
+/// The pause before each pass: time for a stage to finish what it holds.
+const SETTLE: Duration = Duration::from_millis(300);
 
 #[derive(Debug, thiserror::Error)]
 pub enum EraseError {
@@ -41,6 +57,13 @@ pub enum EraseError {
          (the persist service) to remove them; is it running? Run the erase again to resume it"
     )]
     IndexPending { erasure: Uuid, left: i64 },
+    #[error(
+        "erase {erasure} is still running: each of {PASSES} passes found more of the user's \
+         data arriving; run the erase again to resume it"
+    )]
+    Unsettled { erasure: Uuid },
+    #[error("erase: the streams: {0}")]
+    Streams(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -57,22 +80,24 @@ pub struct Report {
     /// Whether this erase finished a job an earlier one left running.
     pub resumed: bool,
     /// Everything removed, this call and any earlier call of the same job.
+    /// A dry run counts Postgres' rows and the TURNS messages they name.
     pub counts: Counts,
 }
 
-/// Runs erases against the places it was given.
-#[derive(Clone)]
+/// Runs erases.
 pub struct Eraser {
     store: Store,
+    streams: Streams,
     wait: Duration,
 }
 
 impl Eraser {
-    pub fn new(store: Store) -> Self {
-        Self {
+    pub fn new(store: Store, js: jetstream::Context, ns: Namespace) -> Result<Self, EraseError> {
+        Ok(Self {
             store,
+            streams: Streams::new(js, ns)?,
             wait: DEFAULT_WAIT,
-        }
+        })
     }
 
     /// How long to wait for the index's owner before leaving the job running.
@@ -111,14 +136,10 @@ impl Eraser {
         for place in Place::ORDER {
             if !job.is_done(place) {
                 self.visit(&job, place).await?;
+                self.store.erasure_place_done(job.id, place).await?;
             }
         }
-        // A second database pass takes what work in flight when the job
-        // started wrote since the first (a turn between two stages), and its
-        // points go the same way.
-        self.store.erase_rows(&job).await?;
-        self.visit(&job, Place::Index).await?;
-        let record = self.store.finish_erasure(job.id).await?;
+        let record = self.settle(&job).await?;
         tracing::info!(erasure = %job.id, tenant, total = record.counts.total(), "erase finished");
         Ok(Report {
             erasure: Some(job.id),
@@ -136,12 +157,33 @@ impl Eraser {
                 let c = self.store.erase_rows(job).await?;
                 tracing::info!(erasure = %job.id, memories = c.memories, turns = c.turns, "database erased");
             }
-            Place::Index => {
-                self.wait_for_index(job.id).await?;
-                self.store.erasure_place_done(job.id, place).await?;
+            Place::Streams => {
+                let found = self.streams.scan(&self.store, job).await?;
+                self.streams.remove(&self.store, job).await?;
+                tracing::info!(erasure = %job.id, in_flight = found, "streams erased");
             }
+            Place::Index => self.wait_for_index(job.id).await?,
         }
         Ok(())
+    }
+
+    /// Passes over the places until one finds nothing, then ends the job.
+    async fn settle(&self, job: &Erasure) -> Result<ErasureRecord, EraseError> {
+        for _ in 0..PASSES {
+            tokio::time::sleep(SETTLE).await;
+            let rows = self.store.erase_rows(job).await?;
+            let found = self.streams.scan(&self.store, job).await?;
+            self.streams.remove(&self.store, job).await?;
+            self.wait_for_index(job.id).await?;
+            if rows.total() > 0 || found > 0 {
+                tracing::info!(erasure = %job.id, rows = rows.total(), messages = found, "erase pass found more");
+                continue;
+            }
+            if let Some(record) = self.store.finish_erasure(job.id).await? {
+                return Ok(record);
+            }
+        }
+        Err(EraseError::Unsettled { erasure: job.id })
     }
 
     /// Waits until the index's owner has removed every point of the job.

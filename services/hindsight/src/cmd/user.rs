@@ -7,8 +7,9 @@ use hindsight_store::Store;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Erase a user: memories, provenance, audit content, the turns archive
-    /// and index points. Prints what was removed, per place, as JSON.
+    /// Erase a user: memories, provenance, audit content, the turns archive,
+    /// their messages in every stream and the DLQ, and index points. Prints
+    /// what was removed, per place, as JSON.
     ///
     /// The erase is a job: run again after an interruption, it resumes where
     /// it stopped and ends in the same state. The record it keeps has the
@@ -30,7 +31,7 @@ pub enum Command {
 }
 
 pub async fn run(command: Command) -> anyhow::Result<()> {
-    let config = super::setup()?;
+    let (config, bus) = super::connect().await?;
     let store = Store::connect(&config.database_url, config.db_pool).await?;
     match command {
         Command::Erase {
@@ -39,7 +40,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             dry_run,
             wait,
         } => {
-            let report = Eraser::new(store)
+            let report = Eraser::new(store, bus.js.clone(), config.namespace.clone())?
                 .with_wait(wait)
                 .erase(&tenant, &user, "cli", dry_run)
                 .await?;
