@@ -83,6 +83,8 @@ pub const METRICS: &[Metric] = &[
     metric("hindsight_janitor_run_seconds", Histogram, &["dry_run", "status"], "Duration of one maintenance run."),
     metric("hindsight_janitor_runs_total", Counter, &["dry_run", "status"], "Maintenance runs, by status (finished, failed)."),
     metric("hindsight_janitor_changes_total", Counter, &["step"], "Memories a real maintenance run changed, by step (reinstated, split, decayed, merged, archived, consolidated, summaries, purged)."),
+    metric("hindsight_erasures_total", Counter, &["outcome"], "Erases of a user, by outcome (finished; stopped: left running, to resume)."),
+    metric("hindsight_erased_total", Counter, &["what"], "What finished erases removed: memories, sources, events, turns, keyword_stats, contexts, index_points, working_keys, export_rows, stream_messages."),
     metric("hindsight_janitor_last_run_timestamp_seconds", Gauge, &[], "When the last real maintenance run finished (polled by the gateway)."),
 ];
 
@@ -128,6 +130,25 @@ impl MaintenanceRan<'_> {
             for (step, n) in self.changes {
                 counter!("hindsight_janitor_changes_total", "step" => *step).increment(*n);
             }
+        }
+    }
+}
+
+/// An erase of a user ended: finished, or stopped with its job left running.
+pub struct Erased<'a> {
+    pub erasure: &'a str,
+    pub finished: bool,
+    /// What it removed, by the names of the counts (finished erases only).
+    pub removed: &'a [(&'static str, u64)],
+}
+
+impl Erased<'_> {
+    pub fn emit(self) {
+        let outcome = if self.finished { "finished" } else { "stopped" };
+        tracing::info!(erasure = self.erasure, outcome, removed = ?self.removed, "erase ended");
+        counter!("hindsight_erasures_total", "outcome" => outcome).increment(1);
+        for (what, n) in self.removed {
+            counter!("hindsight_erased_total", "what" => *what).increment(*n);
         }
     }
 }

@@ -11,6 +11,8 @@ use hindsight_core::embedding::ModelId;
 use hindsight_erase::{EraseError, Eraser};
 use hindsight_filter::FilterStage;
 use hindsight_index::{Collection, Scope, VectorIndex};
+use hindsight_janitor::{Outcome, RunRequest};
+use hindsight_recall::WorkingMemory;
 use hindsight_tests::{Deployment, stack::Stack};
 use serde_json::json;
 
@@ -18,8 +20,9 @@ const TENANT: &str = "acme";
 /// The erased user, and the string only their turns hold.
 const USER: &str = "ann";
 const CANARY: &str = "Zorblax7731";
-/// Another user of the same tenant, who must not be touched.
+/// Another user of the same tenant, who must not be touched, and their string.
 const OTHER: &str = "bob";
+const OTHER_MARK: &str = "Quillon2290";
 
 async fn say(d: &Deployment, user: &str, session: &str, turn_id: &str, content: &str) {
     let turn = json!({
@@ -156,6 +159,24 @@ async fn messages_of(d: &Deployment, user: &str) -> Vec<(String, u64, String)> {
         .collect()
 }
 
+/// The export lines holding `needle`, as "file: line".
+fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("the export directory") {
+        let path = entry.expect("an entry").path();
+        let text = std::fs::read_to_string(&path).expect("an export");
+        for line in text.lines().filter(|l| l.contains(needle)) {
+            out.push(format!("{}: {line}", path.display()));
+        }
+    }
+    out
+}
+
+/// The export lines of a user's memories.
+fn lines_of(dir: &std::path::Path, user: &str) -> Vec<String> {
+    files_holding(dir, &format!("\"user_id\":\"{user}\""))
+}
+
 async fn points(d: &Deployment, index: &dyn VectorIndex, user: &str) -> u64 {
     let mut total = 0;
     for (name, version, dimension) in d.ctx.store.embedding_models().await.expect("models") {
@@ -181,9 +202,9 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
     let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index.clone()).await;
     converse(&d, USER, CANARY, 0).await;
-    converse(&d, OTHER, "Quillon2290", 5).await;
+    converse(&d, OTHER, OTHER_MARK, 5).await;
     // A turn that fails validation: a dead letter, and its message stays in TURNS.
-    for (user, mark) in [(USER, CANARY), (OTHER, "Quillon2290")] {
+    for (user, mark) in [(USER, CANARY), (OTHER, OTHER_MARK)] {
         let bad = json!({
             "tenant": TENANT, "user_id": user, "session_id": format!("{user}-s1"),
             "turn_id": format!("{user}-bad"), "speaker": user, "role": "robot",
@@ -195,6 +216,40 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
         d.dead_letters().await.len() == 2
     })
     .await;
+
+    // A working-memory key of each user.
+    let working = WorkingMemory::open(&d.ctx.bus.js, &d.config().namespace)
+        .await
+        .expect("working memory");
+    for (user, mark) in [(USER, CANARY), (OTHER, OTHER_MARK)] {
+        let mut keys = serde_json::Map::new();
+        keys.insert("locker".into(), json!(mark));
+        working
+            .merge(TENANT, user, &format!("{user}-s1"), &keys)
+            .await
+            .expect("a working-memory key");
+    }
+    // One memory of each user deleted long ago: the janitor purges it into its export.
+    sqlx::query(
+        "UPDATE memories SET status = 'deleted', archived_at = now() - interval '40 days',
+                updated_at = clock_timestamp(), index_state = 'pending'
+          WHERE id IN (SELECT DISTINCT ON (user_id) id FROM memories
+                        WHERE content LIKE '%Park%' ORDER BY user_id, id)",
+    )
+    .execute(&d.ctx.store.pool)
+    .await
+    .expect("deleted");
+    hindsight_tests::stack::drained(&d, 10).await;
+    let janitor = hindsight_janitor::janitor(d.config(), d.ctx.store.clone(), Some(&d.ctx.bus));
+    match janitor.run(RunRequest::manual(false)).await.expect("a run") {
+        Outcome::Ran(report) => assert_eq!(report.counts.total.purged, 2, "{report:?}"),
+        other => panic!("expected a run, got {other:?}"),
+    }
+    let exports = hindsight_shared::exports::dir(&d.config().data_dir);
+    assert!(
+        !files_holding(&exports, CANARY).is_empty(),
+        "the canary is in an export"
+    );
 
     assert!(
         !rows_holding(&d, CANARY).await.is_empty(),
@@ -221,13 +276,17 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
     );
     let other_before = rows_hash(&d, OTHER).await;
     let other_messages = messages_of(&d, OTHER).await;
+    let other_exported = lines_of(&exports, OTHER);
+    assert_eq!(other_exported.len(), 1);
     assert!(!messages_holding(&d, CANARY).await.is_empty());
 
-    let eraser = Eraser::new(
+    let eraser = Eraser::open(
         d.ctx.store.clone(),
         d.ctx.bus.js.clone(),
         d.config().namespace.clone(),
+        &d.config().data_dir,
     )
+    .await
     .expect("an eraser")
     .with_wait(Duration::from_secs(30));
     let dry = eraser
@@ -249,7 +308,8 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
     assert_eq!(c.turns, 5, "{c:?}");
     assert_eq!(c.memories, dry.counts.memories, "{c:?}");
     assert_eq!(c.sources, dry.counts.sources, "{c:?}");
-    assert_eq!(c.events, dry.counts.events, "{c:?}");
+    // And the purge's own event, found by the purged memory's id in the export.
+    assert_eq!(c.events, dry.counts.events + 1, "{c:?}");
     assert_eq!(c.index_points, dry.counts.index_points, "{c:?}");
     // Five turns and the invalid one in TURNS, the letter in the DLQ.
     assert_eq!(c.stream_messages.get("TURNS"), Some(&6), "{c:?}");
@@ -274,6 +334,14 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
     assert_eq!(messages_holding(&d, CANARY).await, Vec::new());
     assert_eq!(messages_of(&d, USER).await, Vec::new());
     assert_eq!(messages_of(&d, OTHER).await, other_messages);
+    assert_eq!(files_holding(&exports, CANARY), Vec::<String>::new());
+    assert_eq!(lines_of(&exports, OTHER), other_exported);
+    assert_eq!(
+        working.get(TENANT, USER, "ann-s1").await.expect("read"),
+        serde_json::Map::new()
+    );
+    assert_eq!(c.working_keys, 1, "{c:?}");
+    assert_eq!(c.export_rows, 1, "{c:?}");
 
     // The record keeps who, when and how much, and the user's hash, not the id.
     let record: (Option<String>, String, serde_json::Value) = sqlx::query_as(
@@ -307,11 +375,13 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_user_erases_nothing_and_a_malformed_one_is_refused() {
     let d = Deployment::new("erase-input", |_| {}).await;
-    let eraser = Eraser::new(
+    let eraser = Eraser::open(
         d.ctx.store.clone(),
         d.ctx.bus.js.clone(),
         d.config().namespace.clone(),
+        &d.config().data_dir,
     )
+    .await
     .expect("an eraser")
     .with_wait(Duration::from_secs(5));
     let report = eraser
@@ -340,11 +410,13 @@ async fn an_unknown_user_erases_nothing_and_a_malformed_one_is_refused() {
 async fn turns_in_flight_and_turns_arriving_during_the_erase_are_erased() {
     let d = Deployment::new("erase-flight", |_| {}).await;
     let store = d.ctx.store.clone();
-    let eraser = Eraser::new(
+    let eraser = Eraser::open(
         store.clone(),
         d.ctx.bus.js.clone(),
         d.config().namespace.clone(),
+        &d.config().data_dir,
     )
+    .await
     .expect("an eraser")
     .with_wait(Duration::from_secs(5));
     // The filter runs, nothing after it: kept turns wait in KEPT.

@@ -7,7 +7,6 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
 use uuid::Uuid;
 
 use crate::request::JanitorError;
@@ -31,28 +30,18 @@ impl Export {
         self.path.display().to_string()
     }
 
-    /// Appends rows and syncs the file.
+    /// Appends rows and syncs the file (under the file's lock, which an
+    /// erase of a user rewriting it takes too).
     pub async fn append(&self, rows: &[Value]) -> Result<(), JanitorError> {
-        let failed = |e: std::io::Error| JanitorError::Export {
+        let (path, rows) = (self.path.clone(), rows.to_vec());
+        let result =
+            tokio::task::spawn_blocking(move || hindsight_shared::exports::append(&path, &rows))
+                .await
+                .map_err(|e| std::io::Error::other(e.to_string()))
+                .and_then(|r| r);
+        result.map_err(|e| JanitorError::Export {
             path: self.path.clone(),
             reason: e.to_string(),
-        };
-        if let Some(dir) = self.path.parent() {
-            tokio::fs::create_dir_all(dir).await.map_err(failed)?;
-        }
-        let mut text = String::new();
-        for row in rows {
-            text.push_str(&row.to_string());
-            text.push('\n');
-        }
-        let mut file = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .await
-            .map_err(failed)?;
-        file.write_all(text.as_bytes()).await.map_err(failed)?;
-        file.sync_all().await.map_err(failed)?;
-        Ok(())
+        })
     }
 }

@@ -43,7 +43,7 @@ impl Janitor {
         Self {
             store,
             policy,
-            exports: data_dir.join("exports"),
+            exports: hindsight_shared::exports::dir(data_dir),
             host: std::env::var("HOSTNAME")
                 .unwrap_or_else(|_| format!("pid-{}", std::process::id())),
             chunk: CHUNK,

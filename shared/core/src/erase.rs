@@ -20,6 +20,11 @@ closed_set! {
         /// The JetStream streams of the namespace: the user's turns in TURNS,
         /// their messages in flight between stages, their dead letters.
         Streams,
+        /// Working memory: every session's keys of the user, their history
+        /// and their write records.
+        Working,
+        /// The janitor's purge exports, rewritten without the user's rows.
+        Exports,
         /// The vector index's points of the user's memories, removed by the
         /// index's owner (the persist service's reconciler).
         Index,
@@ -29,7 +34,13 @@ closed_set! {
 impl Place {
     /// The order an erase visits the places in: the database first, since it
     /// writes down the later places' work.
-    pub const ORDER: [Place; 3] = [Place::Database, Place::Streams, Place::Index];
+    pub const ORDER: [Place; 5] = [
+        Place::Database,
+        Place::Streams,
+        Place::Working,
+        Place::Exports,
+        Place::Index,
+    ];
 }
 
 /// What an erase removed, per place. Numbers only: this is all the record of
@@ -49,6 +60,10 @@ pub struct Counts {
     /// Other memories whose shown context was a turn of the user, cleared.
     pub contexts: u64,
     pub index_points: u64,
+    /// Working-memory keys of the user's sessions.
+    pub working_keys: u64,
+    /// Rows of the janitor's purge exports (memories purged before the erase).
+    pub export_rows: u64,
     /// Messages removed from each stream, by stream name (relative to the
     /// namespace: `TURNS`, `KEPT`, `FACTS`, `EMBEDDED`, `DLQ` for dead letters).
     pub stream_messages: BTreeMap<String, u64>,
@@ -64,6 +79,8 @@ impl Counts {
         self.keyword_stats += other.keyword_stats;
         self.contexts += other.contexts;
         self.index_points += other.index_points;
+        self.working_keys += other.working_keys;
+        self.export_rows += other.export_rows;
         for (stream, n) in &other.stream_messages {
             *self.stream_messages.entry(stream.clone()).or_default() += n;
         }
@@ -83,6 +100,8 @@ impl Counts {
             + self.keyword_stats
             + self.contexts
             + self.index_points
+            + self.working_keys
+            + self.export_rows
             + self.stream_messages.values().sum::<u64>()
     }
 }

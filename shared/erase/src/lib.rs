@@ -16,9 +16,13 @@
 //! stage may have been holding a turn of the user when the job started).
 //! What is guaranteed, and what is not, is in `docs/erase.md`.
 
+pub mod exports;
 pub mod streams;
 
-use std::time::Duration;
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use async_nats::jetstream;
 use hindsight_core::{
@@ -26,6 +30,8 @@ use hindsight_core::{
     erase::{Counts, Place},
     ids,
 };
+use hindsight_recall::WorkingMemory;
+use hindsight_shared::events;
 use hindsight_store::{
     Store, StoreError,
     erase::{Erasure, ErasureRecord, user_hash},
@@ -64,6 +70,10 @@ pub enum EraseError {
     Unsettled { erasure: Uuid },
     #[error("erase: the streams: {0}")]
     Streams(String),
+    #[error("erase: working memory: {0}")]
+    Working(String),
+    #[error("erase: the purge exports: {0}")]
+    Exports(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -80,7 +90,8 @@ pub struct Report {
     /// Whether this erase finished a job an earlier one left running.
     pub resumed: bool,
     /// Everything removed, this call and any earlier call of the same job.
-    /// A dry run counts Postgres' rows and the TURNS messages they name.
+    /// A dry run counts Postgres' rows, the TURNS messages they name, the
+    /// working-memory keys and the export rows.
     pub counts: Counts,
 }
 
@@ -88,14 +99,28 @@ pub struct Report {
 pub struct Eraser {
     store: Store,
     streams: Streams,
+    working: WorkingMemory,
+    exports: PathBuf,
     wait: Duration,
 }
 
 impl Eraser {
-    pub fn new(store: Store, js: jetstream::Context, ns: Namespace) -> Result<Self, EraseError> {
+    /// An eraser of the namespace's streams and working memory, and of the
+    /// purge exports under `data_dir`.
+    pub async fn open(
+        store: Store,
+        js: jetstream::Context,
+        ns: Namespace,
+        data_dir: &Path,
+    ) -> Result<Self, EraseError> {
+        let working = WorkingMemory::open(&js, &ns)
+            .await
+            .map_err(|e| EraseError::Working(e.to_string()))?;
         Ok(Self {
             store,
             streams: Streams::new(js, ns)?,
+            working,
+            exports: hindsight_shared::exports::dir(data_dir),
             wait: DEFAULT_WAIT,
         })
     }
@@ -122,25 +147,42 @@ impl Eraser {
             return Err(EraseError::InvalidUser(user_id.to_string()));
         }
         if dry_run {
+            let mut counts = self.store.erasable(tenant, user_id).await?;
+            counts.working_keys = self
+                .working
+                .user_keys(tenant, user_id)
+                .await
+                .map_err(|e| EraseError::Working(e.to_string()))?;
+            counts.export_rows = exports::count(&self.exports, tenant, user_id).await?;
             return Ok(Report {
                 erasure: None,
                 tenant: tenant.to_string(),
                 user_hash: user_hash(tenant, user_id),
                 dry_run,
                 resumed: false,
-                counts: self.store.erasable(tenant, user_id).await?,
+                counts,
             });
         }
         let job = self.store.start_erasure(tenant, user_id, actor).await?;
         tracing::info!(erasure = %job.id, tenant, resumed = job.resumed, "erase started");
-        for place in Place::ORDER {
-            if !job.is_done(place) {
-                self.visit(&job, place).await?;
-                self.store.erasure_place_done(job.id, place).await?;
+        let record = match self.run(&job).await {
+            Ok(record) => record,
+            Err(e) => {
+                events::Erased {
+                    erasure: &job.id.to_string(),
+                    finished: false,
+                    removed: &[],
+                }
+                .emit();
+                return Err(e);
             }
+        };
+        events::Erased {
+            erasure: &job.id.to_string(),
+            finished: true,
+            removed: &removed(&record.counts),
         }
-        let record = self.settle(&job).await?;
-        tracing::info!(erasure = %job.id, tenant, total = record.counts.total(), "erase finished");
+        .emit();
         Ok(Report {
             erasure: Some(job.id),
             tenant: record.tenant,
@@ -149,6 +191,17 @@ impl Eraser {
             resumed: job.resumed,
             counts: record.counts,
         })
+    }
+
+    /// Visits the places not done yet, then passes until nothing is left.
+    async fn run(&self, job: &Erasure) -> Result<ErasureRecord, EraseError> {
+        for place in Place::ORDER {
+            if !job.is_done(place) {
+                self.visit(job, place).await?;
+                self.store.erasure_place_done(job.id, place).await?;
+            }
+        }
+        self.settle(job).await
     }
 
     async fn visit(&self, job: &Erasure, place: Place) -> Result<(), EraseError> {
@@ -161,6 +214,30 @@ impl Eraser {
                 let found = self.streams.scan(&self.store, job).await?;
                 self.streams.remove(&self.store, job).await?;
                 tracing::info!(erasure = %job.id, in_flight = found, "streams erased");
+            }
+            Place::Working => {
+                let step = "working";
+                let keys = self
+                    .working
+                    .user_keys(&job.tenant, &job.user_id)
+                    .await
+                    .map_err(|e| EraseError::Working(e.to_string()))?;
+                let removes = Counts {
+                    working_keys: keys,
+                    ..Counts::default()
+                };
+                self.store.begin_step(job, step, &removes, &[]).await?;
+                let erased = self
+                    .working
+                    .erase_user(&job.tenant, &job.user_id)
+                    .await
+                    .map_err(|e| EraseError::Working(e.to_string()))?;
+                self.store.step_done(job.id, step).await?;
+                tracing::info!(erasure = %job.id, keys, entries = erased.entries, records = erased.records, "working memory erased");
+            }
+            Place::Exports => {
+                let files = exports::erase(&self.store, &self.exports, job).await?;
+                tracing::info!(erasure = %job.id, files, "purge exports rewritten");
             }
             Place::Index => self.wait_for_index(job.id).await?,
         }
@@ -200,4 +277,20 @@ impl Eraser {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+}
+
+/// The counts by name, as the metric labels them.
+fn removed(c: &Counts) -> [(&'static str, u64); 10] {
+    [
+        ("memories", c.memories),
+        ("sources", c.sources),
+        ("events", c.events),
+        ("turns", c.turns),
+        ("keyword_stats", c.keyword_stats),
+        ("contexts", c.contexts),
+        ("index_points", c.index_points),
+        ("working_keys", c.working_keys),
+        ("export_rows", c.export_rows),
+        ("stream_messages", c.stream_messages.values().sum()),
+    ]
 }

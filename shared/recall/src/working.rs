@@ -6,6 +6,7 @@
 //! content, for counting expired keys ([`crate::working_expiry`]).
 
 use async_nats::jetstream::{self, kv};
+use futures::StreamExt;
 use hindsight_core::Namespace;
 use serde_json::{Map, Value};
 
@@ -36,11 +37,26 @@ pub struct WorkingMemory {
 /// character and KV keys may not.
 fn key(tenant: &str, user_id: &str, session_id: &str) -> String {
     format!(
-        "{}.{}.{}",
-        hex::encode(tenant),
-        hex::encode(user_id),
+        "{}.{}",
+        user_prefix(tenant, user_id),
         hex::encode(session_id)
     )
+}
+
+/// The part of every key of one user's sessions.
+fn user_prefix(tenant: &str, user_id: &str) -> String {
+    format!("{}.{}", hex::encode(tenant), hex::encode(user_id))
+}
+
+/// What erasing a user's working memory removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Erased {
+    /// Keys the user's sessions held.
+    pub keys: u64,
+    /// Messages of the bucket's stream (one per session, with its history).
+    pub entries: u64,
+    /// Records of the write log (which hold no content, only the key names).
+    pub records: u64,
 }
 
 impl WorkingMemory {
@@ -144,6 +160,60 @@ impl WorkingMemory {
             }
         }
         Err(WorkingError::Conflict)
+    }
+
+    /// How many keys the user's sessions hold now.
+    pub async fn user_keys(&self, tenant: &str, user_id: &str) -> Result<u64, WorkingError> {
+        let filter = format!("{}{}.>", self.kv.prefix, user_prefix(tenant, user_id));
+        let mut listing = self
+            .kv
+            .stream
+            .info_with_subjects(&filter)
+            .await
+            .map_err(|e| WorkingError::Unavailable(e.to_string()))?;
+        let mut subjects = Vec::new();
+        while let Some(entry) = listing.next().await {
+            subjects.push(
+                entry
+                    .map_err(|e| WorkingError::Unavailable(e.to_string()))?
+                    .0,
+            );
+        }
+        let mut keys = 0;
+        for subject in &subjects {
+            if let Some(key) = subject.strip_prefix(&self.kv.prefix)
+                && let Some((map, _)) = self.entry(key).await?
+            {
+                keys += map.len() as u64;
+            }
+        }
+        Ok(keys)
+    }
+
+    /// Removes every session's working memory of a user, with its history
+    /// and its write records (erasing the user).
+    pub async fn erase_user(&self, tenant: &str, user_id: &str) -> Result<Erased, WorkingError> {
+        let unavailable = |e: String| WorkingError::Unavailable(e);
+        let keys = self.user_keys(tenant, user_id).await?;
+        let filter = format!("{}{}.>", self.kv.prefix, user_prefix(tenant, user_id));
+        let entries = self
+            .kv
+            .stream
+            .purge()
+            .filter(&filter)
+            .await
+            .map_err(|e| unavailable(e.to_string()))?
+            .purged;
+        let records = self
+            .log
+            .purge(&user_prefix(tenant, user_id))
+            .await
+            .map_err(unavailable)?;
+        Ok(Erased {
+            keys,
+            entries,
+            records,
+        })
     }
 
     /// Forgets the session's keys now rather than at expiry.

@@ -112,6 +112,23 @@ impl WriteLog {
         })
     }
 
+    /// Removes every record of keys starting with `prefix` (a user's keys);
+    /// returns how many records went.
+    pub(crate) async fn purge(&self, prefix: &str) -> Result<u64, String> {
+        let mut purged = 0;
+        for kind in ["written", "expired"] {
+            let filter = self.ns.absolute(&format!("working.{kind}.{prefix}.>"));
+            purged += self
+                .stream
+                .purge()
+                .filter(filter)
+                .await
+                .map_err(|e| e.to_string())?
+                .purged;
+        }
+        Ok(purged)
+    }
+
     /// The key's last recorded write; `None` when there is none or it cannot be read (logged).
     pub(crate) async fn last_write(&self, key: &str) -> Option<LastWrite> {
         match self

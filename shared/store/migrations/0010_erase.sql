@@ -60,3 +60,12 @@ CREATE TABLE erasure_points (
     point             uuid    NOT NULL,
     PRIMARY KEY (erasure, point)
 );
+-- A step that removes many things at once (rewriting one purge export,
+-- purging the working memory): written, with what it removes counted, before
+-- it runs, and removed after, so a job killed in between runs it again
+-- without counting it twice.
+CREATE TABLE erasure_steps (
+    erasure uuid NOT NULL REFERENCES erasures (id) ON DELETE CASCADE,
+    step    text NOT NULL,
+    PRIMARY KEY (erasure, step)
+);

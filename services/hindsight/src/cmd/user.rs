@@ -8,8 +8,9 @@ use hindsight_store::Store;
 #[derive(clap::Subcommand)]
 pub enum Command {
     /// Erase a user: memories, provenance, audit content, the turns archive,
-    /// their messages in every stream and the DLQ, and index points. Prints
-    /// what was removed, per place, as JSON.
+    /// their messages in every stream and the DLQ, working-memory keys, rows
+    /// of the janitor's purge exports, and index points. Prints what was
+    /// removed, per place, as JSON.
     ///
     /// The erase is a job: run again after an interruption, it resumes where
     /// it stopped and ends in the same state. The record it keeps has the
@@ -40,10 +41,16 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             dry_run,
             wait,
         } => {
-            let report = Eraser::new(store, bus.js.clone(), config.namespace.clone())?
-                .with_wait(wait)
-                .erase(&tenant, &user, "cli", dry_run)
-                .await?;
+            let report = Eraser::open(
+                store,
+                bus.js.clone(),
+                config.namespace.clone(),
+                &config.data_dir,
+            )
+            .await?
+            .with_wait(wait)
+            .erase(&tenant, &user, "cli", dry_run)
+            .await?;
             println!("{}", serde_json::to_string_pretty(&report)?);
         }
     }

@@ -119,8 +119,8 @@ impl Store {
     }
 
     /// Ends the job if nothing is left for it to remove: its record then keeps
-    /// the user's hash and the counts only. `None` while stream messages or
-    /// index points remain (the filter may have refused a turn of the user
+    /// the user's hash and the counts only. `None` while stream messages,
+    /// index points or steps begun remain (the filter may have refused a turn of the user
     /// since the last look).
     pub async fn finish_erasure(&self, job: Uuid) -> Result<Option<ErasureRecord>, StoreError> {
         let mut tx = self.pool.begin().await?;
@@ -133,7 +133,8 @@ impl Store {
             .await?;
         let left: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM erasure_messages WHERE erasure = $1)
-                 OR EXISTS (SELECT 1 FROM erasure_points WHERE erasure = $1)",
+                 OR EXISTS (SELECT 1 FROM erasure_points WHERE erasure = $1)
+                 OR EXISTS (SELECT 1 FROM erasure_steps WHERE erasure = $1)",
         )
         .bind(job)
         .fetch_one(&mut *tx)

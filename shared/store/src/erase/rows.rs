@@ -14,7 +14,8 @@ use hindsight_core::{erase::Counts, turn::TurnContext};
 use uuid::Uuid;
 
 impl Store {
-    /// What erasing the user from Postgres would remove, changing nothing.
+    /// What erasing the user from Postgres would remove, changing nothing
+    /// (with the TURNS messages the archive names).
     pub async fn erasable(&self, tenant: &str, user_id: &str) -> Result<Counts, StoreError> {
         let mut conn = self.pool.acquire().await?;
         let row = sqlx::query(
@@ -50,6 +51,7 @@ impl Store {
             contexts: contexts.len() as u64,
             index_points: n("index_points")?,
             stream_messages: BTreeMap::from([(TURNS_STREAM.to_string(), n("turn_messages")?)]),
+            ..Counts::default()
         })
     }
 

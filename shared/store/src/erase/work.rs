@@ -1,7 +1,8 @@
 //! What an erase still has to remove outside Postgres: stream messages by
 //! stream and sequence (`erasure_messages`), index points by model and id
-//! (`erasure_points`). Each is counted to its job when it is gone, once: the
-//! row is deleted in the transaction that counts it.
+//! (`erasure_points`), and steps that remove many at once (`erasure_steps`:
+//! an export's rewrite, the working-memory purge). Each is counted to its job
+//! once: a message or a point when its row is deleted, a step when it begins.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -188,5 +189,63 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         Ok(refused.into_iter().collect())
+    }
+
+    /// Begins a step that removes many things at once: what it removes is
+    /// counted now, with the audit events of `purged` (memories purged before
+    /// the erase, whose events did not name their user) deleted and counted
+    /// too. `false` when the step was begun already (a job resumed after a
+    /// kill): nothing is counted again, and the caller runs the step again.
+    pub async fn begin_step(
+        &self,
+        job: &super::Erasure,
+        step: &str,
+        removes: &Counts,
+        purged: &[Uuid],
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let new = sqlx::query(
+            "INSERT INTO erasure_steps (erasure, step) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(job.id)
+        .bind(step)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if new {
+            let events =
+                sqlx::query("DELETE FROM memory_events WHERE tenant = $1 AND memory_id = ANY($2)")
+                    .bind(&job.tenant)
+                    .bind(purged)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+            let mut c = removes.clone();
+            c.events += events;
+            add_counts(&mut tx, job.id, &c).await?;
+        }
+        tx.commit().await?;
+        Ok(new)
+    }
+
+    /// The step ran to its end.
+    pub async fn step_done(&self, job: Uuid, step: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM erasure_steps WHERE erasure = $1 AND step = $2")
+            .bind(job)
+            .bind(step)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The steps the job began and did not end (a resumed job's).
+    pub async fn steps_begun(&self, job: Uuid) -> Result<Vec<String>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT step FROM erasure_steps WHERE erasure = $1 ORDER BY step")
+                .bind(job)
+                .fetch_all(&self.pool)
+                .await?,
+        )
     }
 }
