@@ -7,6 +7,7 @@ mod dedupe_languages;
 mod embedder_reference;
 mod envelope_roundtrip;
 mod erase;
+mod erase_surfaces;
 mod extract_pipeline;
 mod filter_pipeline;
 mod filter_stage;

@@ -2,11 +2,12 @@
 //! the tenant its caller is authenticated as; nothing here trusts a tenant
 //! named in a request body.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use async_nats::jetstream;
 use chrono::Utc;
-use hindsight_core::{Namespace, Topic, fact::FactType, memory::Status, turn, zone::Zones};
+use hindsight_core::{Namespace, Topic, fact::FactType, ids, memory::Status, turn, zone::Zones};
+use hindsight_erase::{Eraser, Report};
 use hindsight_recall::{
     RecallRequest, RecallResponse, Recaller,
     rank::{brief, budget::MAX_K, memory::RecalledMemory},
@@ -68,6 +69,11 @@ pub struct Gateway {
     zones: Zones,
     /// How working-memory writes are screened, as turns are.
     screen: screen::Settings,
+    /// Erases users (`DELETE /v1/users/{user}`, `<ns>.erase.<tenant>`); none
+    /// in a process that does not serve them.
+    eraser: Option<Arc<Eraser>>,
+    /// The SHA-256 of `HINDSIGHT_OPERATOR_KEY`, when set.
+    operator_key: Option<String>,
 }
 
 impl Gateway {
@@ -79,7 +85,41 @@ impl Gateway {
             remote_recall: None,
             zones: Zones::default(),
             screen: screen::Settings::default(),
+            eraser: None,
+            operator_key: None,
         }
+    }
+
+    /// Erases users with `eraser`; `operator_key` may then erase a user of
+    /// any tenant.
+    pub fn erasing(mut self, eraser: Eraser, operator_key: Option<&str>) -> Self {
+        self.eraser = Some(Arc::new(eraser));
+        self.operator_key = operator_key.map(|k| ids::digest(&[k], 64));
+        self
+    }
+
+    /// Whether `key` is the operator's.
+    pub fn is_operator_key(&self, key: &str) -> bool {
+        self.operator_key
+            .as_deref()
+            .is_some_and(|hash| ids::digest(&[key], 64) == hash)
+    }
+
+    /// Erases a user of `tenant` (or counts, in a dry run), everywhere.
+    pub async fn erase_user(
+        &self,
+        tenant: &str,
+        user_id: &str,
+        actor: &str,
+        dry_run: bool,
+    ) -> Result<Report, ApiError> {
+        let Some(eraser) = &self.eraser else {
+            return Err(ApiError::Unavailable(
+                "this process does not erase users: ask the gateway (hindsight up or run gateway)"
+                    .into(),
+            ));
+        };
+        Ok(eraser.erase(tenant, user_id, actor, dry_run).await?)
     }
 
     /// Screens working-memory writes with `settings` (`HINDSIGHT_SCREEN_THRESHOLD`,

@@ -41,6 +41,17 @@ impl From<working::WorkingError> for ApiError {
     }
 }
 
+impl From<hindsight_erase::EraseError> for ApiError {
+    fn from(e: hindsight_erase::EraseError) -> Self {
+        use hindsight_erase::EraseError as E;
+        match e {
+            E::InvalidUser(_) | E::InvalidTenant(_) => ApiError::BadRequest(e.to_string()),
+            // The job is left running; asking again resumes it.
+            _ => ApiError::Unavailable(e.to_string()),
+        }
+    }
+}
+
 impl ApiError {
     /// Its name on the wire (NATS replies).
     pub fn kind(&self) -> &'static str {

@@ -1,7 +1,9 @@
 //! The HTTP API (axum). Every `/v1` route and `/mcp` need a bearer key
 //! (`hindsight tenant create NAME` prints one); the key decides the tenant.
 //! A request that names another tenant (`X-Hindsight-Tenant`, or `tenant` in a
-//! turn) gets 403; a missing or unknown key gets 401.
+//! turn) gets 403; a missing or unknown key gets 401. Erasing a user
+//! (`DELETE /v1/users/{user}`) also takes the operator's key
+//! (`HINDSIGHT_OPERATOR_KEY`), with the tenant named by `X-Hindsight-Tenant`.
 
 use axum::{
     Json, Router,
@@ -9,7 +11,7 @@ use axum::{
     http::{HeaderMap, StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
-    routing::{get, post, put},
+    routing::{delete, get, post, put},
 };
 use hindsight_recall::RecallRequest;
 
@@ -70,8 +72,20 @@ pub fn router(gateway: Gateway, mcp: Option<Router>) -> Router {
     if let Some(mcp) = mcp {
         api = api.merge(mcp);
     }
+    let erase = Router::new()
+        .route("/v1/users/{user}", delete(erase_user))
+        .with_state(gateway.clone())
+        .layer(middleware::from_fn_with_state(
+            gateway.clone(),
+            authenticate_eraser,
+        ));
     api.layer(middleware::from_fn_with_state(gateway, authenticate))
+        .merge(erase)
 }
+
+/// Who asked to erase: the operator or the tenant's own key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Actor(&'static str);
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
@@ -85,34 +99,79 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 
 /// Resolves the bearer key to its tenant, or answers 401/403.
 async fn authenticate(State(gateway): State<Gateway>, mut req: Request, next: Next) -> Response {
-    let Some(key) = bearer(req.headers()) else {
-        return error(
+    match tenant_of_key(&gateway, req.headers()).await {
+        Ok(tenant) => {
+            req.extensions_mut().insert(Tenant(tenant));
+            next.run(req).await
+        }
+        Err(response) => response,
+    }
+}
+
+/// The tenant a tenant's key belongs to, checked against the tenant the
+/// request names, or the 401/403 to answer.
+async fn tenant_of_key(gateway: &Gateway, headers: &HeaderMap) -> Result<String, Response> {
+    let Some(key) = bearer(headers) else {
+        return Err(error(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             "missing bearer key: send `Authorization: Bearer <key>` (`hindsight tenant create NAME` makes one)",
-        );
+        ));
     };
     let tenant = match gateway.store().tenant_of_key(key).await {
         Ok(Some(t)) => t,
         Ok(None) => {
-            return error(
+            return Err(error(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
                 "unknown or revoked key",
-            );
+            ));
         }
-        Err(e) => return ApiError::from(e).into_response(),
+        Err(e) => return Err(ApiError::from(e).into_response()),
     };
-    if let Some(asked) = req.headers().get(TENANT_HEADER)
+    if let Some(asked) = headers.get(TENANT_HEADER)
         && asked.as_bytes() != tenant.as_bytes()
     {
-        return error(
+        return Err(error(
             StatusCode::FORBIDDEN,
             "forbidden",
             "this key belongs to another tenant",
-        );
+        ));
     }
+    Ok(tenant)
+}
+
+/// As [`authenticate`], and the operator's key too, for the tenant it names.
+async fn authenticate_eraser(
+    State(gateway): State<Gateway>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let operator = bearer(req.headers()).is_some_and(|k| gateway.is_operator_key(k));
+    let (tenant, actor) = if operator {
+        let named = req
+            .headers()
+            .get(TENANT_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        match named {
+            Some(t) => (t, Actor("operator")),
+            None => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "bad_request",
+                    "the operator's key erases for the tenant named by the X-Hindsight-Tenant header",
+                );
+            }
+        }
+    } else {
+        match tenant_of_key(&gateway, req.headers()).await {
+            Ok(t) => (t, Actor("tenant")),
+            Err(response) => return response,
+        }
+    };
     req.extensions_mut().insert(Tenant(tenant));
+    req.extensions_mut().insert(actor);
     next.run(req).await
 }
 
@@ -229,4 +288,23 @@ async fn put_working(
         }
     }
     Ok(response)
+}
+
+#[derive(Deserialize)]
+struct EraseParams {
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// Erases a user everywhere; `?dry_run=true` counts only. The reply is the
+/// erase's report, with its counts per place.
+async fn erase_user(
+    State(g): State<Gateway>,
+    axum::Extension(Tenant(tenant)): axum::Extension<Tenant>,
+    axum::Extension(Actor(actor)): axum::Extension<Actor>,
+    Path(user): Path<String>,
+    Query(params): Query<EraseParams>,
+) -> Result<Response, ApiError> {
+    let actor = format!("http:{actor}");
+    Ok(Json(g.erase_user(&tenant, &user, &actor, params.dry_run).await?).into_response())
 }

@@ -39,7 +39,8 @@ pub async fn recaller(
 }
 
 /// The gateway's tasks, in its own process and in `hindsight up` alike: the
-/// HTTP API and `/mcp` on the process' server, and the NATS recall responder.
+/// HTTP API and `/mcp` on the process' server, and the NATS recall and erase
+/// responder.
 pub async fn tasks(
     ctx: &Context,
     index: Option<Arc<dyn VectorIndex>>,
@@ -55,7 +56,17 @@ pub async fn tasks(
         ctx.config.namespace.clone(),
     )
     .zoned(ctx.config.time_zones.clone())
-    .screening(hindsight_screen::screen::Settings::from_config(&ctx.config));
+    .screening(hindsight_screen::screen::Settings::from_config(&ctx.config))
+    .erasing(
+        hindsight_erase::Eraser::open(
+            ctx.store.clone(),
+            ctx.bus.js.clone(),
+            ctx.config.namespace.clone(),
+            &ctx.config.data_dir,
+        )
+        .await?,
+        ctx.config.operator_key.as_deref(),
+    );
     let mcp = mcp::router(gateway.clone(), &ctx.config.mcp_allowed_hosts);
     let observer = ops::Observer::new(
         ctx.bus.js.clone(),

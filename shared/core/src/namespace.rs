@@ -75,6 +75,11 @@ impl Namespace {
         format!("{}.recall.{}", self.0, tenant)
     }
 
+    /// `<ns>.erase.<tenant>`: erasing a user by NATS request-reply (not a stream).
+    pub fn erase_subject(&self, tenant: &str) -> String {
+        format!("{}.erase.{}", self.0, tenant)
+    }
+
     /// A namespace-relative subject (`turns.>`, as written in the stream files) made absolute.
     pub fn absolute(&self, relative: &str) -> String {
         format!("{}.{}", self.0, relative)

@@ -64,6 +64,8 @@ pub struct Config {
     pub time_zones: Zones,
     pub recall: RecallConfig,
     pub mcp_allowed_hosts: Vec<String>,
+    /// `HINDSIGHT_OPERATOR_KEY`; `None` when unset or empty.
+    pub operator_key: Option<String>,
     pub ops_poll: Duration,
     pub janitor: JanitorConfig,
     pub log: String,

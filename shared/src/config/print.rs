@@ -201,6 +201,13 @@ impl Config {
                 self.mcp_allowed_hosts.join(","),
             ),
             (
+                "HINDSIGHT_OPERATOR_KEY",
+                self.operator_key
+                    .as_ref()
+                    .map(|_| "***".to_string())
+                    .unwrap_or_default(),
+            ),
+            (
                 "HINDSIGHT_OPS_POLL",
                 format!("{}ms", self.ops_poll.as_millis()),
             ),

@@ -106,6 +106,7 @@ impl Config {
                 .map(|h| h.trim().to_string())
                 .filter(|h| !h.is_empty())
                 .collect(),
+            operator_key: Some(get("HINDSIGHT_OPERATOR_KEY").1).filter(|k| !k.trim().is_empty()),
             ops_poll: parse_with(get("HINDSIGHT_OPS_POLL"), at_least_a_second)?,
             janitor: JanitorConfig {
                 cron: parse_with(get("HINDSIGHT_JANITOR_CRON"), |v| {

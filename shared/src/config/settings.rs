@@ -256,6 +256,12 @@ pub const SETTINGS: &[Setting] = &[
         "localhost,127.0.0.1,::1",
         "Host headers the streamable-HTTP MCP endpoint (`/mcp`) accepts (DNS-rebinding protection); add the names clients use, e.g. `gateway` in compose.",
     ),
+    Setting {
+        env: "HINDSIGHT_OPERATOR_KEY",
+        default: "",
+        doc: "Bearer key of the operator: it may erase a user of any tenant (`DELETE /v1/users/{user}` with `X-Hindsight-Tenant`) and nothing else. Unset: only a tenant's own keys erase its users.",
+        secret: true,
+    },
     setting(
         "HINDSIGHT_OPS_POLL",
         "15s",

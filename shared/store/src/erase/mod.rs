@@ -209,3 +209,15 @@ async fn mark_done(conn: &mut PgConnection, job: Uuid, place: Place) -> Result<(
     .await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_user_hash_is_what_docs_erase_md_says_to_compute() {
+        // printf 'acme\x1fann\x1f' | sha256sum
+        assert_eq!(
+            super::user_hash("acme", "ann"),
+            "e437a8ef644f13a6632d97b9a04bcceb7a96d0628bd25e09156632bec4e8351d"
+        );
+    }
+}
