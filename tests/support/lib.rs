@@ -42,6 +42,7 @@ pub fn http() -> reqwest::Client {
     hindsight_core::http_client::client().expect("an HTTP client")
 }
 
+pub mod canary;
 pub mod fact;
 pub mod fake_llm;
 pub mod mcp;

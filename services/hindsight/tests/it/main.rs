@@ -4,6 +4,7 @@
 
 mod compose;
 mod dlq_cli;
+mod erase_kill;
 mod maintenance_cli;
 mod mcp_stdio;
 mod user_cli;
