@@ -20,7 +20,10 @@
 //! a body that is not JSON (a turn that failed validation) is the user's when
 //! it spells out `"user_id": "<user>"`.
 
-use async_nats::jetstream::{self, stream::Stream};
+use std::collections::HashMap;
+
+use async_nats::jetstream::{self, message::StreamMessage, stream::Stream};
+use futures::StreamExt;
 use hindsight_core::Namespace;
 use hindsight_shared::{
     dlq,
@@ -37,7 +40,9 @@ use crate::EraseError;
 const DLQ: &str = "DLQ";
 
 /// Messages removed per round trip to Postgres.
-const CHUNK: i64 = 500;
+const CHUNK: i64 = 1000;
+/// Requests to JetStream in flight at once (reads and deletes by sequence).
+const IN_FLIGHT: usize = 64;
 
 pub struct Streams {
     js: jetstream::Context,
@@ -105,25 +110,32 @@ impl Streams {
             .map_err(|e| failed(format!("stream {base}"), e))?
             .state
             .clone();
-        let mut out = Vec::new();
         if state.messages == 0 {
-            return Ok(out);
+            return Ok(Vec::new());
         }
-        for seq in state.first_sequence.max(after + 1)..=state.last_sequence {
-            // A sequence deleted or acknowledged since is simply not there.
-            let Ok(msg) = stream.get_raw_message(seq).await else {
-                continue;
-            };
-            if self.ns.tenant_of(&msg.subject) == Some(job.tenant.as_str())
-                && body_names_user(&msg.payload, &job.user_id)
-            {
-                out.push(PendingMessage {
+        let seqs = state.first_sequence.max(after + 1)..=state.last_sequence;
+        // Owned futures (no borrows across the await), so the whole stays `Send`.
+        let read: Vec<(u64, Option<StreamMessage>)> = futures::stream::iter(seqs)
+            .map(|seq| {
+                let stream = stream.clone();
+                async move { (seq, stream.get_raw_message(seq).await.ok()) }
+            })
+            .buffered(IN_FLIGHT)
+            .collect()
+            .await;
+        // A sequence deleted or acknowledged since is simply not there.
+        Ok(read
+            .into_iter()
+            .filter_map(|(seq, msg)| {
+                let msg = msg?;
+                (self.ns.tenant_of(&msg.subject) == Some(job.tenant.as_str())
+                    && body_names_user(&msg.payload, &job.user_id))
+                .then(|| PendingMessage {
                     stream: base.to_string(),
                     seq: seq as i64,
-                });
-            }
-        }
-        Ok(out)
+                })
+            })
+            .collect())
     }
 
     /// The user's dead letters, and the messages they were made from where
@@ -181,22 +193,34 @@ impl Streams {
             if pending.is_empty() {
                 return Ok(());
             }
-            let mut current: Option<(String, Stream)> = None;
+            let mut streams: HashMap<String, Stream> = HashMap::new();
             for m in &pending {
-                if current.as_ref().is_none_or(|(name, _)| *name != m.stream) {
-                    current = Some((m.stream.clone(), self.stream(&m.stream).await?));
-                }
-                let Some((_, stream)) = &current else {
-                    continue;
-                };
-                match stream.delete_message(m.seq as u64).await {
-                    Ok(_) => {}
-                    // Gone already: deleted by an earlier pass, acknowledged
-                    // from a work queue, or aged out.
-                    Err(e) if is_gone(&e) => {}
-                    Err(e) => return Err(failed(format!("deleting {} #{}", m.stream, m.seq), e)),
+                if !streams.contains_key(&m.stream) {
+                    streams.insert(m.stream.clone(), self.stream(&m.stream).await?);
                 }
             }
+            // Collected first: a stream over a borrowing iterator would not be `Send`.
+            let deletes: Vec<_> = pending
+                .iter()
+                .filter_map(|m| {
+                    let stream = streams.get(&m.stream)?.clone();
+                    let (name, seq) = (m.stream.clone(), m.seq as u64);
+                    Some(async move {
+                        match stream.delete_message(seq).await {
+                            Ok(_) => Ok(()),
+                            // Gone already: deleted by an earlier pass, acknowledged
+                            // from a work queue, or aged out.
+                            Err(e) if is_gone(&e) => Ok(()),
+                            Err(e) => Err(failed(format!("deleting {name} #{seq}"), e)),
+                        }
+                    })
+                })
+                .collect();
+            let results: Vec<Result<(), EraseError>> = futures::stream::iter(deletes)
+                .buffer_unordered(IN_FLIGHT)
+                .collect()
+                .await;
+            results.into_iter().collect::<Result<(), _>>()?;
             store.messages_removed(job.id, &pending).await?;
         }
     }
