@@ -57,6 +57,19 @@ async fn converse(d: &Deployment, user: &str, mark: &str, before: i64) {
     hindsight_tests::stack::drained(d, before + lines.len() as i64).await;
 }
 
+/// The deployment's eraser, waiting up to `wait` seconds for the index's owner.
+async fn eraser(d: &Deployment, wait: u64) -> Eraser {
+    Eraser::open(
+        d.ctx.store.clone(),
+        d.ctx.bus.js.clone(),
+        d.config().namespace.clone(),
+        &d.config().data_dir,
+    )
+    .await
+    .expect("an eraser")
+    .with_wait(Duration::from_secs(wait))
+}
+
 async fn points(d: &Deployment, index: &dyn VectorIndex, user: &str) -> u64 {
     let mut total = 0;
     for (name, version, dimension) in d.ctx.store.embedding_models().await.expect("models") {
@@ -160,15 +173,7 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
     assert_eq!(other_exported.len(), 1);
     assert!(!messages_holding(&d, CANARY).await.is_empty());
 
-    let eraser = Eraser::open(
-        d.ctx.store.clone(),
-        d.ctx.bus.js.clone(),
-        d.config().namespace.clone(),
-        &d.config().data_dir,
-    )
-    .await
-    .expect("an eraser")
-    .with_wait(Duration::from_secs(30));
+    let eraser = eraser(&d, 30).await;
     let dry = eraser
         .erase(TENANT, USER, "test", true)
         .await
@@ -255,15 +260,7 @@ async fn an_erased_users_canary_is_found_in_no_table_and_no_index_point() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_user_erases_nothing_and_a_malformed_one_is_refused() {
     let d = Deployment::new("erase-input", |_| {}).await;
-    let eraser = Eraser::open(
-        d.ctx.store.clone(),
-        d.ctx.bus.js.clone(),
-        d.config().namespace.clone(),
-        &d.config().data_dir,
-    )
-    .await
-    .expect("an eraser")
-    .with_wait(Duration::from_secs(5));
+    let eraser = eraser(&d, 5).await;
     let report = eraser
         .erase(TENANT, "nobody", "test", false)
         .await
@@ -290,15 +287,7 @@ async fn an_unknown_user_erases_nothing_and_a_malformed_one_is_refused() {
 async fn turns_in_flight_and_turns_arriving_during_the_erase_are_erased() {
     let d = Deployment::new("erase-flight", |_| {}).await;
     let store = d.ctx.store.clone();
-    let eraser = Eraser::open(
-        store.clone(),
-        d.ctx.bus.js.clone(),
-        d.config().namespace.clone(),
-        &d.config().data_dir,
-    )
-    .await
-    .expect("an eraser")
-    .with_wait(Duration::from_secs(5));
+    let eraser = eraser(&d, 5).await;
     // The filter runs, nothing after it: kept turns wait in KEPT.
     let filter = d.start(FilterStage::new(store.clone())).await;
     say(

@@ -8,16 +8,21 @@ use futures::TryStreamExt;
 
 use crate::Deployment;
 
-/// How many rows of each table hold `needle`, any column, as text.
-pub async fn rows_holding(d: &Deployment, needle: &str) -> Vec<(String, i64)> {
-    let pool = &d.ctx.store.pool;
-    let tables: Vec<String> = sqlx::query_scalar(
+/// Every table of the deployment's database.
+async fn tables(pool: &sqlx::PgPool) -> Vec<String> {
+    sqlx::query_scalar(
         "SELECT table_name::text FROM information_schema.tables
           WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1",
     )
     .fetch_all(pool)
     .await
-    .expect("tables");
+    .expect("tables")
+}
+
+/// How many rows of each table hold `needle`, any column, as text.
+pub async fn rows_holding(d: &Deployment, needle: &str) -> Vec<(String, i64)> {
+    let pool = &d.ctx.store.pool;
+    let tables = tables(pool).await;
     let mut out = Vec::new();
     for table in tables {
         let sql = format!("SELECT count(*) FROM \"{table}\" AS r WHERE r::text ILIKE $1");
@@ -36,13 +41,7 @@ pub async fn rows_holding(d: &Deployment, needle: &str) -> Vec<(String, i64)> {
 /// A hash of every row (any table) that names `user`, in a stable order.
 pub async fn rows_hash(d: &Deployment, user: &str) -> Vec<(String, String)> {
     let pool = &d.ctx.store.pool;
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT table_name::text FROM information_schema.tables
-          WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1",
-    )
-    .fetch_all(pool)
-    .await
-    .expect("tables");
+    let tables = tables(pool).await;
     let mut out = Vec::new();
     for table in tables {
         let sql = format!(
