@@ -17,6 +17,10 @@ use hindsight_tests::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+/// The conversations are of 1 May 2024; recall is made as of the next day,
+/// as their users would have asked then ("next September" was still ahead).
+const AS_OF: &str = "2024-05-02T00:00:00Z";
+
 const TENANT: &str = "acme";
 const CORPUS: &str = include_str!("../corpus/poisoning.jsonl");
 
@@ -253,7 +257,7 @@ async fn poisoning_turns_never_reach_trusted_recall() {
             .collect();
         for query in queries.iter().chain(&own) {
             let memories = http
-                .recall(json!({"user_id": user, "query": query, "top_k": 20}))
+                .recall(json!({"user_id": user, "query": query, "top_k": 20, "as_of": AS_OF}))
                 .await;
             recalls += 1;
             returned += memories.len();
@@ -272,7 +276,7 @@ async fn poisoning_turns_never_reach_trusted_recall() {
     // The normal turns are recalled.
     for n in &normal {
         let memories = http
-            .recall(json!({"user_id": n.user, "query": n.query, "top_k": 10}))
+            .recall(json!({"user_id": n.user, "query": n.query, "top_k": 10, "as_of": AS_OF}))
             .await;
         recalls += 1;
         assert!(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use chrono::{DateTime, Utc};
-use hindsight_core::{closed_set::UnknownName, fact::FactType, memory::Status};
+use hindsight_core::{closed_set::UnknownName, fact::FactType, memory::Include};
 use hindsight_recall::{RecallRequest, RecallResponse};
 
 use rmcp::{
@@ -74,8 +74,12 @@ pub struct SearchArgs {
     /// Token budget of the answer (default 2000).
     #[schemars(range(min = 1, max = 32000))]
     pub max_tokens: Option<usize>,
-    /// Also search these statuses: superseded, archived, quarantined.
+    /// Also search these: superseded, archived, quarantined memories, and
+    /// expired ones (past their end date, shown as past).
     pub include: Option<Vec<String>>,
+    /// Recall as of this time (RFC 3339; default now): what ended before it
+    /// is expired.
+    pub as_of: Option<DateTime<Utc>>,
     /// `brief` (default): text grouped by type, to read; `json`: every field.
     pub format: Option<String>,
 }
@@ -293,7 +297,8 @@ answer says it is degraded, the vector index was unavailable and only keyword se
         };
         req.top_k = args.top_k;
         req.max_tokens = args.max_tokens;
-        req.include = match names_in::<Status>(args.include) {
+        req.as_of = args.as_of;
+        req.include = match names_in::<Include>(args.include) {
             Ok(i) => i,
             Err(e) => return Ok(failure(e.to_string())),
         };

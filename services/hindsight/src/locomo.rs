@@ -55,6 +55,9 @@ pub struct Question {
     pub category: u8,
     /// Turn ids (`D<session>:<turn>`).
     pub evidence: Vec<String>,
+    /// When the question is asked: the conversation's last session. Recall
+    /// is made as of then, so a plan that had ended by that day is past.
+    pub asked_at: DateTime<Utc>,
 }
 
 #[derive(Debug, Default)]
@@ -151,6 +154,7 @@ pub fn load(path: &Path) -> anyhow::Result<Dataset> {
             })
             .collect();
         sessions.sort_by_key(|(n, _)| *n);
+        let mut last_date = None;
         for (n, turns) in sessions {
             let date = conv
                 .conversation
@@ -160,6 +164,7 @@ pub fn load(path: &Path) -> anyhow::Result<Dataset> {
                 .ok_or_else(|| {
                     anyhow::anyhow!("{}: session {n} has no readable date", conv.sample_id)
                 })?;
+            last_date = last_date.max(Some(date));
             for t in turns {
                 let (Some(speaker), Some(dia_id)) = (t["speaker"].as_str(), t["dia_id"].as_str())
                 else {
@@ -181,12 +186,15 @@ pub fn load(path: &Path) -> anyhow::Result<Dataset> {
                 });
             }
         }
+        let asked_at =
+            last_date.ok_or_else(|| anyhow::anyhow!("{}: no session", conv.sample_id))?;
         for q in conv.qa {
             data.questions.push(Question {
                 user_id: conv.sample_id.clone(),
                 question: q.question,
                 category: q.category,
                 evidence: parse_evidence(&q.evidence),
+                asked_at,
             });
         }
     }

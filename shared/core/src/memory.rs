@@ -28,6 +28,32 @@ impl Status {
 }
 
 closed_set! {
+    /// What a recall may ask for beside active memories that are current
+    /// (its `include`): memories of another status, or past their end.
+    pub enum Include: "include", names "lowercase" {
+        Superseded,
+        Archived,
+        Quarantined,
+        /// Past its `expires_at` at the recall's `as_of` ("in Tokyo until
+        /// Friday", asked on Saturday), whatever its status.
+        Expired,
+    }
+}
+
+impl Include {
+    /// The status it stands for; `None` for [`Include::Expired`], which is a
+    /// matter of time, not of status.
+    pub fn status(self) -> Option<Status> {
+        match self {
+            Include::Superseded => Some(Status::Superseded),
+            Include::Archived => Some(Status::Archived),
+            Include::Quarantined => Some(Status::Quarantined),
+            Include::Expired => None,
+        }
+    }
+}
+
+closed_set! {
     /// Whether a memory is one happening or lasting knowledge.
     pub enum Kind: "kind", names "lowercase" {
         /// Something that happened (an event): the janitor consolidates old ones.

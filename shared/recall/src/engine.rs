@@ -43,7 +43,7 @@ impl Recaller {
         req.validate()?;
         let mut timings = Timings::default();
         let started = Instant::now();
-        let now = Utc::now();
+        let now = req.as_of.unwrap_or_else(Utc::now);
         let statuses = req.statuses();
         let filters = Filters {
             session_id: req.session_id.clone(),
@@ -182,6 +182,20 @@ impl Recaller {
                 continue;
             };
             let m = &row.memory;
+            if m.expired_at(now) && !req.includes_expired() {
+                if req.explain {
+                    let mut e = ExplainedCandidate::new(
+                        f.id,
+                        m.content.clone(),
+                        &f.ranks,
+                        f.relevance,
+                        zero(),
+                    );
+                    e.left_out = Some("expired: past its end at the recall's as_of".into());
+                    explained.push(e);
+                }
+                continue;
+            }
             // Recency is that of the information: when it happened or was
             // said, not when this row was written (a replayed history would
             // otherwise look brand new, and undated facts newer than dated ones).
@@ -210,7 +224,7 @@ impl Recaller {
                     parts,
                 ));
             }
-            ranked.push(recalled(m, parts.score));
+            ranked.push(recalled(m, parts.score, now));
         }
         ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
         if self.spread_sources {

@@ -16,7 +16,7 @@ pub mod working;
 pub mod working_expiry;
 
 pub use recaller::{RecallError, Recaller};
-pub use request::{ExplainedCandidate, INCLUDABLE, RecallRequest, RecallResponse, RequestError};
+pub use request::{ExplainedCandidate, RecallRequest, RecallResponse, RequestError};
 pub use timings::Timings;
 pub use working::WorkingMemory;
 pub use working_expiry::{ExpiryError, expired_keys};

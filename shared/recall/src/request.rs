@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use crate::rank::{fusion::Parts, memory::RecalledMemory};
 use chrono::{DateTime, Utc};
 use hindsight_core::{
-    closed_set::{VariantArray, names},
+    closed_set::VariantArray,
     fact::FactType,
-    memory::Status,
+    memory::{Include, Status},
     signal::Signal,
 };
 use serde::{Deserialize, Serialize};
@@ -19,10 +19,6 @@ use uuid::Uuid;
 pub const MAX_QUERY_CHARS: usize = 4_000;
 /// The largest token budget a request may ask for.
 pub const MAX_TOKENS_LIMIT: usize = 32_000;
-
-/// The statuses a request may ask for beside active ones (`include`); the
-/// rest (deleted) recall never shows.
-pub const INCLUDABLE: [Status; 3] = [Status::Superseded, Status::Archived, Status::Quarantined];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,9 +44,15 @@ pub struct RecallRequest {
     pub top_k: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<usize>,
-    /// Statuses searched beside active ones, from [`INCLUDABLE`].
+    /// What is searched beside active memories that are current: other
+    /// statuses (superseded, archived, quarantined; deleted ones never), and
+    /// memories past their end (`expired`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub include: Vec<Status>,
+    pub include: Vec<Include>,
+    /// The moment the recall is made as of (default: now): what is past its
+    /// end then is expired, and "last week" in the query is the week before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<DateTime<Utc>>,
     #[serde(default)]
     pub explain: bool,
 }
@@ -68,6 +70,7 @@ impl RecallRequest {
             top_k: None,
             max_tokens: None,
             include: Vec::new(),
+            as_of: None,
             explain: false,
         }
     }
@@ -107,12 +110,6 @@ impl RecallRequest {
                 "max_tokens must be between 1 and {MAX_TOKENS_LIMIT}"
             ));
         }
-        if let Some(s) = self.include.iter().find(|s| !INCLUDABLE.contains(s)) {
-            return fail(format!(
-                "include takes {}, not {s}",
-                names(&INCLUDABLE).join(", ")
-            ));
-        }
         if let (Some(from), Some(to)) = (self.from, self.to)
             && from > to
         {
@@ -124,12 +121,17 @@ impl RecallRequest {
     /// The statuses searched: active, plus those asked for.
     pub fn statuses(&self) -> Vec<Status> {
         let mut s = vec![Status::Active];
-        for status in &self.include {
-            if !s.contains(status) {
-                s.push(*status);
+        for status in self.include.iter().filter_map(|i| i.status()) {
+            if !s.contains(&status) {
+                s.push(status);
             }
         }
         s
+    }
+
+    /// Whether memories past their end at `as_of` are asked for too.
+    pub fn includes_expired(&self) -> bool {
+        self.include.contains(&Include::Expired)
     }
 }
 
@@ -213,11 +215,16 @@ mod tests {
         let mut r = RecallRequest::new("u", "q");
         r.top_k = Some(0);
         assert!(r.validate().is_err());
-        r.top_k = Some(10);
-        r.include = vec![Status::Deleted];
-        assert_eq!(
-            r.validate().expect_err("deleted").0,
-            "include takes superseded, archived, quarantined, not deleted"
+        let deleted = serde_json::from_str::<RecallRequest>(
+            r#"{"user_id":"u","query":"q","include":["deleted"]}"#,
+        )
+        .map(|_| ())
+        .expect_err("deleted memories are never recalled");
+        assert!(
+            deleted
+                .to_string()
+                .contains("expected one of `superseded`, `archived`, `quarantined`, `expired`"),
+            "{deleted}"
         );
         let unknown = serde_json::from_str::<RecallRequest>(
             r#"{"user_id":"u","query":"q","fact_types":["opinion"]}"#,
@@ -242,10 +249,16 @@ mod tests {
     fn statuses_are_active_plus_those_included() {
         let mut r = RecallRequest::new("u", "q");
         assert_eq!(r.statuses(), [Status::Active]);
-        r.include = vec![Status::Superseded, Status::Superseded, Status::Archived];
+        r.include = vec![
+            Include::Superseded,
+            Include::Expired,
+            Include::Superseded,
+            Include::Archived,
+        ];
         assert_eq!(
             r.statuses(),
             [Status::Active, Status::Superseded, Status::Archived]
         );
+        assert!(r.includes_expired());
     }
 }

@@ -1,6 +1,7 @@
 //! Scoring: every candidate by every signal, whichever channel proposed it,
 //! fused; and a row as the answer shows it.
 
+use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
 use hindsight_core::embedding::cosine;
@@ -93,7 +94,8 @@ impl Scoring<'_> {
 }
 
 /// A row as the answer shows it.
-pub fn recalled(row: &MemoryRow, score: f64) -> RecalledMemory {
+/// A row as recalled as of `as_of`.
+pub fn recalled(row: &MemoryRow, score: f64, as_of: DateTime<Utc>) -> RecalledMemory {
     RecalledMemory {
         id: row.id,
         content: row.content.clone(),
@@ -107,6 +109,8 @@ pub fn recalled(row: &MemoryRow, score: f64) -> RecalledMemory {
         flags: row.flags.clone(),
         inferred: row.inferred,
         occurred_at: row.occurred_at,
+        expires_at: row.expires_at,
+        expired: row.expired_at(as_of),
         created_at: row.created_at,
         provenance: row.provenance.clone(),
         score,

@@ -38,6 +38,8 @@ pub struct MemoryRow {
     pub occurred_at: Option<DateTime<Utc>>,
     /// When it became true: when it happened, else when it was said.
     pub valid_from: Option<DateTime<Utc>>,
+    /// When it stops being true ("in Tokyo until Friday"), if it says.
+    pub expires_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub last_accessed_at: Option<DateTime<Utc>>,
@@ -49,8 +51,15 @@ pub struct MemoryRow {
     pub context: Option<TurnContext>,
 }
 
+impl MemoryRow {
+    /// Whether it is past its end at `at`.
+    pub fn expired_at(&self, at: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|end| end <= at)
+    }
+}
+
 /// The columns of a [`MemoryRow`], over `memories m`.
 pub const MEMORY_ROW_COLUMNS: &str = "m.id, m.user_id, m.session_id, m.kind, m.fact_type, m.content, m.entities,
-    m.importance, m.confidence, m.source_trust, m.source, m.flags, m.inferred, m.status, m.superseded_by, m.occurred_at, m.valid_from, m.created_at,
+    m.importance, m.confidence, m.source_trust, m.source, m.flags, m.inferred, m.status, m.superseded_by, m.occurred_at, m.valid_from, m.expires_at, m.created_at,
     m.updated_at, m.last_accessed_at, m.access_count, m.context,
     coalesce((SELECT array_agg(s.turn_id ORDER BY s.added_at, s.turn_id) FROM memory_sources s WHERE s.memory_id = m.id), '{}') AS provenance";

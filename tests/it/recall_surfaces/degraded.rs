@@ -81,7 +81,7 @@ async fn with_the_index_down_recall_answers_from_keywords_and_says_so() {
         "acme",
         &RecallRequest {
             top_k: Some(500),
-            include: vec![Status::Archived],
+            include: vec![Include::Archived],
             ..RecallRequest::new("wang", "x")
         },
         Duration::from_secs(10),

@@ -3,9 +3,10 @@
 //! conflicts, the Chinese keyword channel and degraded mode.
 
 mod degraded;
+mod expiry;
 mod memory_api;
 
-use hindsight_core::memory::Status;
+use hindsight_core::memory::{Include, Status};
 use std::{sync::Arc, time::Duration};
 
 use hindsight_gateway::{error::ApiError, remote};

@@ -457,6 +457,9 @@ async fn ask(
             .collect();
         let mut req = RecallRequest::new(q.user_id.clone(), q.question.clone());
         req.top_k = Some(k);
+        // As the conversation's people would have asked: a plan that had
+        // ended by then is past, one still ahead is current.
+        req.as_of = Some(q.asked_at);
         let asked = Instant::now();
         let answer = recaller.recall(locomo::TENANT, &req).await?;
         latencies.push(asked.elapsed().as_secs_f64() * 1000.0);

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use hindsight_core::{fact::FactType, memory::Status};
+use chrono::{DateTime, Utc};
+use hindsight_core::{fact::FactType, memory::Include};
 use hindsight_recall::RecallRequest;
 use hindsight_recall::rank::brief;
 
@@ -26,9 +27,13 @@ pub struct Args {
     /// Token budget of the answer (default HINDSIGHT_RECALL_MAX_TOKENS).
     #[arg(long)]
     max_tokens: Option<usize>,
-    /// Also search these statuses: superseded, archived, quarantined (comma-separated).
+    /// Also search these (comma-separated): superseded, archived, quarantined, and expired
+    /// (memories past their end date at --as-of).
     #[arg(long, value_delimiter = ',')]
-    include: Vec<Status>,
+    include: Vec<Include>,
+    /// Recall as of this time (RFC 3339, e.g. 2026-05-09T12:00:00Z; default now).
+    #[arg(long)]
+    as_of: Option<DateTime<Utc>>,
     /// Only these fact types (comma-separated): preference, constraint, event, plan, entity,
     /// relation, fact.
     #[arg(long, value_delimiter = ',')]
@@ -58,6 +63,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     req.fact_types = args.types;
     req.explain = args.explain;
     req.include = args.include;
+    req.as_of = args.as_of;
     req.validate()?;
     let answer = hindsight_gateway::remote::request(
         &bus.client,

@@ -21,6 +21,10 @@ const SECTIONS: &[(&str, &[FactType])] = &[
     ),
 ];
 
+/// Where memories past their end go (recalled with `include: expired`),
+/// whatever their type: what was true, never presented as true now.
+const PAST: &str = "No longer current (true until the date shown, which has passed)";
+
 /// Where memories the screen saw orders in go, whatever their type: told
 /// apart from what the user is, wants or did.
 const ORDERS: &str =
@@ -37,7 +41,14 @@ pub fn render(memories: &[RecalledMemory], zone: chrono_tz::Tz) -> String {
         out.push_str("\n(no relevant memories)\n");
         return out;
     }
-    let facts: Vec<&RecalledMemory> = memories.iter().filter(|m| !m.reads_as_order()).collect();
+    let facts: Vec<&RecalledMemory> = memories
+        .iter()
+        .filter(|m| !m.reads_as_order() && !m.expired)
+        .collect();
+    let past: Vec<&RecalledMemory> = memories
+        .iter()
+        .filter(|m| !m.reads_as_order() && m.expired)
+        .collect();
     let orders: Vec<&RecalledMemory> = memories.iter().filter(|m| m.reads_as_order()).collect();
     let sections = SECTIONS
         .iter()
@@ -51,7 +62,7 @@ pub fn render(memories: &[RecalledMemory], zone: chrono_tz::Tz) -> String {
                     .collect::<Vec<_>>(),
             )
         })
-        .chain([(ORDERS, orders)]);
+        .chain([(PAST, past), (ORDERS, orders)]);
     for (title, items) in sections {
         if items.is_empty() {
             continue;
@@ -67,6 +78,11 @@ pub fn render(memories: &[RecalledMemory], zone: chrono_tz::Tz) -> String {
                 m.source_label(),
                 m.confidence
             );
+            if let Some(end) = m.expires_at {
+                let until = end.with_timezone(&zone).format("%Y-%m-%d");
+                let past = if m.expired { ", past" } else { "" };
+                let _ = write!(out, ", until {until}{past}");
+            }
             if m.status != Status::Active {
                 let _ = write!(out, ", {}", m.status);
             }
@@ -217,5 +233,38 @@ mod tests {
     #[test]
     fn an_empty_answer_says_so() {
         assert!(render(&[], Tz::UTC).contains("no relevant memories"));
+    }
+
+    #[test]
+    fn an_expired_plan_is_shown_as_past_never_as_current() {
+        let end = Utc
+            .with_ymd_and_hms(2026, 5, 8, 23, 59, 0)
+            .single()
+            .expect("date");
+        let tokyo = RecalledMemory {
+            expires_at: Some(end),
+            expired: true,
+            ..memory("Li is in Tokyo", FactType::Plan, Status::Active)
+        };
+        let dinner = RecalledMemory {
+            expires_at: Some(end),
+            ..memory("Li has dinner with Mia", FactType::Plan, Status::Active)
+        };
+        let brief = render(&[tokyo, dinner], Tz::UTC);
+        let plans = brief.find("Plans:").expect("plans");
+        let past = brief.find("No longer current").expect("a past section");
+        let tokyo_at = brief.find("Li is in Tokyo").expect("tokyo");
+        let dinner_at = brief.find("Li has dinner").expect("dinner");
+        assert!(
+            plans < dinner_at && dinner_at < past && past < tokyo_at,
+            "{brief}"
+        );
+        assert!(
+            brief.contains(
+                "Li is in Tokyo (2026-05-08, from the user, confidence 0.80, until 2026-05-08, past"
+            ),
+            "{brief}"
+        );
+        assert!(brief.contains("until 2026-05-08)"), "{brief}");
     }
 }

@@ -36,6 +36,13 @@ pub struct RecalledMemory {
     #[serde(default)]
     pub inferred: bool,
     pub occurred_at: Option<DateTime<Utc>>,
+    /// When it stops being true, if it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Past its `expires_at` at the recall's `as_of`: no longer current
+    /// (recalled only with `include: expired`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expired: bool,
     pub created_at: DateTime<Utc>,
     /// The ids of the turns the memory came from.
     pub provenance: Vec<String>,
@@ -131,6 +138,8 @@ pub(crate) fn sample(content: &str) -> RecalledMemory {
         flags: vec![],
         inferred: false,
         occurred_at: None,
+        expires_at: None,
+        expired: false,
         created_at: Utc::now(),
         provenance: vec![],
         score: 1.0,
