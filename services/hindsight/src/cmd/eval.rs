@@ -31,6 +31,9 @@ pub enum Command {
     /// in a throw-away namespace, database and data directory: publish every
     /// turn, wait until the pipeline drains, ask every question of categories
     /// 1–4, report recall@5, recall@10 and words@10 (overall and per category).
+    /// Each question is recalled as of its conversation's last session (a plan
+    /// that had ended by then is past and left out), and scored once more with
+    /// `include: expired` (under `tried`).
     ///
     /// Turn ids are published as `<sample_id>/<dia_id>` (a turn is identified
     /// by tenant and turn id, and every conversation numbers from D1:1);

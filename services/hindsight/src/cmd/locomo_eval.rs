@@ -8,6 +8,7 @@ use std::{
     time::Instant,
 };
 
+use hindsight_core::memory::Include;
 use hindsight_core::signal::{Fusion, Signal};
 use hindsight_recall::{RecallRequest, Recaller};
 use hindsight_shared::{
@@ -253,7 +254,7 @@ pub async fn run(
         // Facts keep their context at ingest: the switch needs an ingest of its own.
         let fact_context = !base.fact_context;
         let other = Ingest::start(&base, &data, fact_context).await?;
-        let result = ask(&other.recaller, &data, k, other.seconds).await;
+        let result = ask(&other.recaller, &data, k, other.seconds, false).await;
         other.stop().await?;
         let r = result?;
         let name = if fact_context {
@@ -381,13 +382,27 @@ async fn evaluate(
     tried: &[(String, RecallConfig)],
 ) -> anyhow::Result<Report> {
     let recaller = &ingest.recaller;
-    let mut report = ask(recaller, data, k, ingest.seconds).await?;
+    let mut report = ask(recaller, data, k, ingest.seconds, false).await?;
+    // What expiry takes away: the same questions with memories past their
+    // end at the question's date asked for too.
+    let with_expired = ask(recaller, data, k, ingest.seconds, true).await?;
+    eprintln!(
+        "with include: expired: recall@5 {:.3}, recall@10 {:.3}",
+        with_expired.overall.recall_5, with_expired.overall.recall_10
+    );
+    report.tried.push(Variant {
+        name: "include: expired".into(),
+        scores: with_expired.overall,
+        per_category: with_expired.per_category,
+        settings: Settings::of(recaller.config(), ingest.ctx.config.fact_context, true),
+    });
     for (name, config) in tried {
         let r = ask(
             &recaller.clone().with_config(config.clone()),
             data,
             k,
             ingest.seconds,
+            false,
         )
         .await?;
         eprintln!(
@@ -417,7 +432,7 @@ async fn evaluate(
                 .clone()
                 .with_config(config.clone())
                 .spreading_sources(spread);
-            let r = ask(&variant, data, k, ingest.seconds).await?;
+            let r = ask(&variant, data, k, ingest.seconds, false).await?;
             eprintln!(
                 "sweep: {}: recall@5 {:.3}, recall@10 {:.3}, words@10 {:.0}",
                 switch.name, r.overall.recall_5, r.overall.recall_10, r.overall.words_10
@@ -436,11 +451,13 @@ async fn evaluate(
     Ok(report)
 }
 
+/// Scores the questions; `include_expired` asks for memories past their end too.
 async fn ask(
     recaller: &Recaller,
     data: &locomo::Dataset,
     k: usize,
     ingest_seconds: f64,
+    include_expired: bool,
 ) -> anyhow::Result<Report> {
     let mut all = Sums::default();
     let mut per_category: BTreeMap<u8, Sums> = BTreeMap::new();
@@ -460,6 +477,9 @@ async fn ask(
         // As the conversation's people would have asked: a plan that had
         // ended by then is past, one still ahead is current.
         req.as_of = Some(q.asked_at);
+        if include_expired {
+            req.include = vec![Include::Expired];
+        }
         let asked = Instant::now();
         let answer = recaller.recall(locomo::TENANT, &req).await?;
         latencies.push(asked.elapsed().as_secs_f64() * 1000.0);
