@@ -54,6 +54,9 @@ pub async fn erase(store: &Store, dir: &Path, job: &Erasure) -> Result<u64, Eras
     let mut rewritten = 0;
     let d = dir.to_path_buf();
     let files = blocking(dir, move || exports::files(&d)).await?;
+    // Steps a killed run of this job began: files to rewrite even if they
+    // no longer hold the user's rows (the kill fell after the rewrite).
+    let begun = store.steps_begun(job.id).await?;
     for path in files {
         let name = file_name(&path);
         let (t, u, p) = (job.tenant.clone(), job.user_id.clone(), path.clone());
@@ -62,8 +65,7 @@ pub async fn erase(store: &Store, dir: &Path, job: &Erasure) -> Result<u64, Eras
         })
         .await?;
         let step = format!("export:{name}");
-        let begun = store.steps_begun(job.id).await?.contains(&step);
-        if rows.is_empty() && !begun {
+        if rows.is_empty() && !begun.contains(&step) {
             continue;
         }
         let ids: Vec<Uuid> = rows

@@ -51,8 +51,6 @@ fn user_prefix(tenant: &str, user_id: &str) -> String {
 /// What erasing a user's working memory removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Erased {
-    /// Keys the user's sessions held.
-    pub keys: u64,
     /// Messages of the bucket's stream (one per session, with its history).
     pub entries: u64,
     /// Records of the write log (which hold no content, only the key names).
@@ -191,10 +189,10 @@ impl WorkingMemory {
     }
 
     /// Removes every session's working memory of a user, with its history
-    /// and its write records (erasing the user).
+    /// and its write records (erasing the user). The caller counts the keys
+    /// first ([`Self::user_keys`]), when it needs them.
     pub async fn erase_user(&self, tenant: &str, user_id: &str) -> Result<Erased, WorkingError> {
         let unavailable = |e: String| WorkingError::Unavailable(e);
-        let keys = self.user_keys(tenant, user_id).await?;
         let filter = format!("{}{}.>", self.kv.prefix, user_prefix(tenant, user_id));
         let entries = self
             .kv
@@ -209,11 +207,7 @@ impl WorkingMemory {
             .purge(&user_prefix(tenant, user_id))
             .await
             .map_err(unavailable)?;
-        Ok(Erased {
-            keys,
-            entries,
-            records,
-        })
+        Ok(Erased { entries, records })
     }
 
     /// Forgets the session's keys now rather than at expiry.

@@ -154,18 +154,6 @@ impl Store {
         tx.commit().await?;
         Ok(Some(record(&row)?))
     }
-
-    /// The job's record as it stands.
-    pub async fn erasure_record(&self, job: Uuid) -> Result<ErasureRecord, StoreError> {
-        let row = sqlx::query(
-            "SELECT id, tenant, user_hash, actor, started_at, finished_at, counts
-               FROM erasures WHERE id = $1",
-        )
-        .bind(job)
-        .fetch_one(&self.pool)
-        .await?;
-        record(&row)
-    }
 }
 
 fn record(row: &sqlx::postgres::PgRow) -> Result<ErasureRecord, StoreError> {
