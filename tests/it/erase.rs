@@ -381,3 +381,46 @@ async fn turns_in_flight_and_turns_arriving_during_the_erase_are_erased() {
     filter.stop().await;
     d.remove().await;
 }
+
+/// A job killed between deleting a message and writing that down finds the
+/// message gone when it resumes: gone is done, not an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_already_deleted_when_the_job_resumes_counts_as_removed() {
+    let d = Deployment::new("erase-gone", |_| {}).await;
+    say(&d, USER, "s1", "ann-t0", "I keep bees.").await;
+    d.flush().await;
+    hindsight_tests::eventually("the turn is in TURNS", Duration::from_secs(10), || async {
+        d.stream_messages("TURNS").await == 1
+    })
+    .await;
+    let job = d
+        .ctx
+        .store
+        .start_erasure(TENANT, USER, "test")
+        .await
+        .expect("a job");
+    d.ctx
+        .store
+        .record_messages(
+            job.id,
+            &[hindsight_store::erase::PendingMessage {
+                stream: "TURNS".into(),
+                seq: 1,
+            }],
+        )
+        .await
+        .expect("written down");
+    d.stream("TURNS")
+        .await
+        .delete_message(1)
+        .await
+        .expect("deleted before the kill");
+    let report = eraser(&d, 5)
+        .await
+        .erase(TENANT, USER, "test", false)
+        .await
+        .expect("resumed");
+    assert!(report.resumed);
+    assert_eq!(report.counts.stream_messages.get("TURNS"), Some(&1));
+    d.remove().await;
+}

@@ -226,12 +226,17 @@ impl Streams {
     }
 }
 
+/// Whether a delete failed only because the message is not there: NATS says
+/// "no message found" as its own code, or (2.9) as a failed delete.
 fn is_gone(e: &jetstream::stream::DeleteMessageError) -> bool {
-    matches!(
-        e.kind(),
-        jetstream::stream::DeleteMessageErrorKind::JetStream(j)
-            if j.error_code() == jetstream::ErrorCode::NO_MESSAGE_FOUND
-    )
+    match e.kind() {
+        jetstream::stream::DeleteMessageErrorKind::JetStream(j) => {
+            j.error_code() == jetstream::ErrorCode::NO_MESSAGE_FOUND
+                || (j.error_code() == jetstream::ErrorCode::STREAM_MESSAGE_DELETE_FAILED
+                    && j.to_string().contains("no message found"))
+        }
+        _ => false,
+    }
 }
 
 /// Whether a message body names the user as its `user_id`.
