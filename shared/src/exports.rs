@@ -21,13 +21,27 @@ pub fn dir(data_dir: &Path) -> PathBuf {
 
 /// Appends rows to an export and syncs it.
 pub fn append(path: &Path, rows: &[Value]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
     let mut text = String::new();
     for row in rows {
         text.push_str(&row.to_string());
         text.push('\n');
+    }
+    append_text(path, &text)
+}
+
+/// Appends rows already written as JSON, one per line, and syncs the file.
+pub fn append_lines(path: &Path, lines: &[String]) -> std::io::Result<()> {
+    let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    append_text(path, &text)
+}
+
+fn append_text(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
     }
     loop {
         let mut file = OpenOptions::new().create(true).append(true).open(path)?;

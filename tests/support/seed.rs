@@ -23,6 +23,9 @@ pub struct Seed {
     pub access_count: i32,
     pub archived_at: Option<DateTime<Utc>>,
     pub expires_at: Option<DateTime<Utc>>,
+    /// When it took its status (`None`: at its creation).
+    pub status_at: Option<DateTime<Utc>>,
+    pub pinned: bool,
     pub embedding: Vec<f32>,
     /// Provenance rows (fact ids); turn ids are derived from them.
     pub facts: Vec<String>,
@@ -45,6 +48,8 @@ impl Seed {
             access_count: 0,
             archived_at: None,
             expires_at: None,
+            status_at: None,
+            pinned: false,
             embedding: basis(0),
             facts: vec![format!("fact-{}", Uuid::new_v4())],
         }
@@ -60,9 +65,10 @@ impl Seed {
             "INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, entities,
                                    importance, confidence, source_trust, status, created_at, updated_at,
                                    last_accessed_at, access_count, archived_at, embedding_model,
-                                   embedding_version, embedding, terms, index_state, expires_at)
+                                   embedding_version, embedding, terms, index_state, expires_at,
+                                   status_at, pinned)
              VALUES ($1, $2, $3, $4, $5, $6, lower($6), $7, $8, 0.9, 'high', $9, $10, $10, $11, $12, $13,
-                     'test-model', '1', $14, '{}', 'indexed', $15)",
+                     'test-model', '1', $14, '{}', 'indexed', $15, $16, $17)",
         )
         .bind(self.id)
         .bind(&self.tenant)
@@ -79,6 +85,8 @@ impl Seed {
         .bind(self.archived_at)
         .bind(&self.embedding)
         .bind(self.expires_at)
+        .bind(self.status_at)
+        .bind(self.pinned)
         .execute(pool)
         .await
         .expect("memory written");

@@ -37,6 +37,9 @@ pub struct UpdateRequest {
     pub fact_type: Option<String>,
     /// `active` (restore) or `archived`.
     pub status: Option<String>,
+    /// Pinned memories are left as they are by every janitor step (never
+    /// decayed, merged, archived, consolidated or purged).
+    pub pinned: Option<bool>,
 }
 
 /// A turn accepted for the pipeline.
@@ -248,9 +251,10 @@ impl Gateway {
             && req.confidence.is_none()
             && req.fact_type.is_none()
             && req.status.is_none()
+            && req.pinned.is_none()
         {
             return bad(
-                "nothing to change: give content, importance, confidence, fact_type or status",
+                "nothing to change: give content, importance, confidence, fact_type, status or pinned",
             );
         }
         if req.importance.is_some_and(|v| !(0.0..=1.0).contains(&v)) {
@@ -290,6 +294,7 @@ impl Gateway {
             confidence: req.confidence,
             fact_type,
             status,
+            pinned: req.pinned,
         };
         self.recaller
             .store()

@@ -350,6 +350,7 @@ not use to add new information (memory_write) or to remove a memory (memory_forg
             confidence: args.confidence,
             fact_type: args.fact_type,
             status: None,
+            pinned: None,
         };
         match self.gateway.update(&tenant, id, &req, "mcp").await {
             Ok(m) => Ok(json_text(&m)),

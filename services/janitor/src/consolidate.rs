@@ -228,6 +228,7 @@ mod tests {
             created_at: at,
             last_accessed_at: None,
             updated_at: at,
+            status_at: None,
             embedding_model: "m".into(),
             embedding_version: "1".into(),
             embedding: vec![day as f32, 1.0],

@@ -31,8 +31,21 @@ pub struct StepCounts {
     pub consolidated: u64,
     /// Semantic summaries written.
     pub summaries: u64,
-    /// Exported and deleted after the retention period.
+    /// Quarantined memories archived at the end of their review period.
+    #[serde(default)]
+    pub reviewed: u64,
+    /// Exported and deleted after their retention: archived (expired plans
+    /// among them), superseded and deleted memories.
     pub purged: u64,
+    /// Of those, superseded memories.
+    #[serde(default)]
+    pub purged_superseded: u64,
+    /// Turns of the archive emptied (content exported, then dropped).
+    #[serde(default)]
+    pub turns_emptied: u64,
+    /// Turns of the archive exported and deleted.
+    #[serde(default)]
+    pub turns_purged: u64,
 }
 
 impl StepCounts {
@@ -46,7 +59,11 @@ impl StepCounts {
         self.archived += other.archived;
         self.consolidated += other.consolidated;
         self.summaries += other.summaries;
+        self.reviewed += other.reviewed;
         self.purged += other.purged;
+        self.purged_superseded += other.purged_superseded;
+        self.turns_emptied += other.turns_emptied;
+        self.turns_purged += other.turns_purged;
     }
 }
 

@@ -1,5 +1,6 @@
-//! The six steps of a run, in chunks: repair ([`crate::repair`]), decay,
-//! merge, archive, consolidate, purge. What each step decides is plain logic ([`policy`],
+//! The steps of a run, in chunks: repair ([`crate::repair`]), decay,
+//! merge, archive, review, consolidate, purge, turns (the last three and
+//! review in [`crate::retention`]). What each step decides is plain logic ([`policy`],
 //! [`similarity`](crate::similarity), [`consolidate`]); here it is read,
 //! applied and counted.
 
@@ -42,7 +43,7 @@ pub(crate) struct Exec<'a> {
     pub(crate) reader: Option<PgConnection>,
 }
 
-fn state(r: &steps::StateRow) -> MemoryState<'_> {
+pub(crate) fn state(r: &steps::StateRow) -> MemoryState<'_> {
     MemoryState {
         fact_type: r.fact_type,
         kind: r.kind,
@@ -55,11 +56,13 @@ fn state(r: &steps::StateRow) -> MemoryState<'_> {
         decayed_at: r.decayed_at,
         archived_at: r.archived_at,
         expires_at: r.expires_at,
+        status_at: r.status_at,
+        pinned: r.pinned,
     }
 }
 
 impl Exec<'_> {
-    fn policy(&self) -> &Policy {
+    pub(crate) fn policy(&self) -> &Policy {
         &self.janitor.policy
     }
 
@@ -77,11 +80,17 @@ impl Exec<'_> {
         self.archive(conn).await?;
         self.step_done("archive", t);
         let t = Instant::now();
+        self.review(conn).await?;
+        self.step_done("review", t);
+        let t = Instant::now();
         self.consolidate(conn).await?;
         self.step_done("consolidate", t);
         let t = Instant::now();
         self.purge(conn).await?;
         self.step_done("purge", t);
+        let t = Instant::now();
+        self.turns(conn).await?;
+        self.step_done("turns", t);
         Ok(())
     }
 
@@ -242,6 +251,7 @@ impl Exec<'_> {
                     before_status: Status::Active,
                     before_archived_at: None,
                     before_updated_at: m.updated_at,
+                    before_status_at: m.status_at,
                 }));
             }
             if folded.len() as i64 >= self.janitor.chunk {
@@ -308,6 +318,7 @@ impl Exec<'_> {
                         before_status: r.status,
                         before_archived_at: r.archived_at,
                         before_updated_at: r.updated_at,
+                        before_status_at: r.status_at,
                     })
                     .collect::<Vec<_>>()
             });
@@ -373,6 +384,8 @@ impl Exec<'_> {
                         decayed_at: None,
                         archived_at: None,
                         expires_at: None,
+                        status_at: r.status_at,
+                        pinned: false,
                     };
                     policy::consolidates(self.policy(), &m, self.as_of)
                 })
@@ -398,6 +411,7 @@ impl Exec<'_> {
                                 before_status: Status::Active,
                                 before_archived_at: None,
                                 before_updated_at: r.updated_at,
+                                before_status_at: r.status_at,
                             })
                     })
                     .collect();
@@ -440,41 +454,6 @@ impl Exec<'_> {
                 }
             }
         }
-    }
-
-    async fn purge(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
-        let archived_before = self.as_of - self.policy().retention;
-        loop {
-            let page = steps::purge_candidates(
-                conn,
-                self.tenant.as_deref(),
-                archived_before,
-                self.janitor.chunk,
-            )
-            .await?;
-            let purged: Vec<(Uuid, String)> = page
-                .iter()
-                .filter(|r| policy::purges(self.policy(), &state(r), self.as_of))
-                .map(|r| (r.id, r.tenant.clone()))
-                .collect();
-            if purged.is_empty() {
-                break;
-            }
-            let ids: Vec<Uuid> = purged.iter().map(|p| p.0).collect();
-            // Exported (and synced to disk) before anything is deleted; a dry
-            // run writes no export.
-            if !self.dry_run {
-                let rows = steps::export_rows(conn, &ids).await?;
-                self.export.append(&rows).await?;
-            }
-            let mut tx = conn.begin().await?;
-            steps::apply_purge(&mut tx, self.id, &purged, &self.export.name()).await?;
-            for (_, tenant) in &purged {
-                self.counts.record(tenant, |c| c.purged += 1);
-            }
-            self.commit(tx).await?;
-        }
-        Ok(())
     }
 }
 

@@ -1,7 +1,8 @@
 //! The janitor: the weekly maintenance of memory.
 //!
-//! A run ([`run`], its steps in [`exec`]) takes every tenant's memories through six steps, in
-//! order — repair, decay, merge (cosine ≥ 0.95), archive, consolidate, purge —
+//! A run ([`run`], its steps in [`exec`] and [`retention`]) takes every tenant's memories
+//! through its steps, in order — repair, decay, merge (cosine ≥ 0.95), archive, review,
+//! consolidate, purge — and then the `turns` archive (turns),
 //! deciding with the plain functions of [`repair`], [`policy`], [`similarity`] and
 //! [`consolidate`], reading and writing in chunks through
 //! `hindsight_store::maintenance`. Runs are scheduled ([`schedule`]),
@@ -19,6 +20,7 @@ pub mod policy;
 pub mod repair;
 pub mod request;
 pub mod restore;
+mod retention;
 pub mod run;
 pub mod schedule;
 pub mod similarity;
@@ -47,6 +49,10 @@ pub fn policy(config: &Config) -> policy::Policy {
         consolidate_max_accesses: j.consolidate_max_accesses,
         merge_cosine: j.merge_cosine,
         retention: days(j.retention),
+        deleted_retention: days(j.deleted_retention),
+        quarantine_review: days(j.quarantine_review),
+        turn_content_retention: days(j.turn_content_retention),
+        turn_retention: days(j.turn_retention),
         safety_floor: j.safety_floor,
     }
 }

@@ -26,8 +26,18 @@ pub struct Policy {
     pub consolidate_age: Duration,
     /// …and accessed fewer times than this are consolidated.
     pub consolidate_max_accesses: i32,
-    /// Archived memories are exported and deleted after this long.
+    /// Memories no longer current — archived (expired plans among them) and
+    /// superseded — are exported and deleted after this long.
     pub retention: Duration,
+    /// Memories deleted through the API are exported and deleted after this long.
+    pub deleted_retention: Duration,
+    /// Quarantined memories nobody released within this are archived.
+    pub quarantine_review: Duration,
+    /// Turns of the archive are exported and emptied (content, metadata and
+    /// facts dropped; id, fate, reason and times kept) after this long…
+    pub turn_content_retention: Duration,
+    /// …and exported and deleted after this long.
+    pub turn_retention: Duration,
     /// Importance that health and safety constraints never decay below.
     pub safety_floor: f32,
     /// Cosine at or above which two memories of one user and model merge.
@@ -43,7 +53,11 @@ impl Default for Policy {
             archive_idle: Duration::days(90),
             consolidate_age: Duration::days(180),
             consolidate_max_accesses: 3,
-            retention: Duration::days(30),
+            retention: Duration::days(180),
+            deleted_retention: Duration::days(30),
+            quarantine_review: Duration::days(30),
+            turn_content_retention: Duration::days(30),
+            turn_retention: Duration::days(180),
             safety_floor: 0.8,
             merge_cosine: 0.95,
         }
@@ -66,6 +80,10 @@ pub struct MemoryState<'a> {
     pub archived_at: Option<DateTime<Utc>>,
     /// When it stops being true ("until Friday", a plan's week).
     pub expires_at: Option<DateTime<Utc>>,
+    /// When it took its current status (`None`: at its creation).
+    pub status_at: Option<DateTime<Utc>>,
+    /// Left alone by every step.
+    pub pinned: bool,
 }
 
 impl MemoryState<'_> {
@@ -74,6 +92,11 @@ impl MemoryState<'_> {
         self.last_accessed_at
             .unwrap_or(self.created_at)
             .max(self.created_at)
+    }
+
+    /// Since when it has had its status.
+    pub fn status_since(&self) -> DateTime<Utc> {
+        self.status_at.unwrap_or(self.created_at)
     }
 }
 
@@ -124,7 +147,8 @@ pub fn decayed_importance(policy: &Policy, m: &MemoryState<'_>, now: DateTime<Ut
         .decayed_at
         .map_or(m.last_touch(), |d| d.max(m.last_touch()));
     let idle = now - since;
-    if idle <= Duration::zero()
+    if m.pinned
+        || idle <= Duration::zero()
         || idle < policy.decay_after
         || policy.decay_half_life <= Duration::zero()
     {
@@ -142,6 +166,7 @@ pub fn decayed_importance(policy: &Policy, m: &MemoryState<'_>, now: DateTime<Ut
 /// decay): it has expired, or it is unimportant and idle.
 pub fn archives(policy: &Policy, m: &MemoryState<'_>, importance: f32, now: DateTime<Utc>) -> bool {
     m.status == Status::Active
+        && !m.pinned
         && (m.expires_at.is_some_and(|end| end <= now)
             || (floor(policy, m).is_none()
                 && importance < policy.archive_below
@@ -151,16 +176,46 @@ pub fn archives(policy: &Policy, m: &MemoryState<'_>, importance: f32, now: Date
 /// Whether an active episodic memory is folded into a semantic summary at `now`.
 pub fn consolidates(policy: &Policy, m: &MemoryState<'_>, now: DateTime<Utc>) -> bool {
     m.status == Status::Active
+        && !m.pinned
         && m.kind == Kind::Episodic
         && floor(policy, m).is_none()
         && now - m.created_at >= policy.consolidate_age
         && m.access_count < policy.consolidate_max_accesses
 }
 
-/// Whether an archived (or soft-deleted) memory is exported and deleted at `now`.
+/// Whether a quarantined memory nobody released is archived at `now`: its
+/// review period has passed.
+pub fn review_ends(policy: &Policy, m: &MemoryState<'_>, now: DateTime<Utc>) -> bool {
+    m.status == Status::Quarantined
+        && !m.pinned
+        && now - m.status_since() >= policy.quarantine_review
+}
+
+/// Whether a memory no longer current is exported and deleted at `now`:
+/// archived ones (expired plans are archived) and superseded ones after the
+/// retention, deleted ones after theirs; never a pinned one.
 pub fn purges(policy: &Policy, m: &MemoryState<'_>, now: DateTime<Utc>) -> bool {
-    matches!(m.status, Status::Archived | Status::Deleted)
-        && m.archived_at.is_some_and(|at| now - at >= policy.retention)
+    if m.pinned {
+        return false;
+    }
+    match m.status {
+        Status::Archived => m.archived_at.is_some_and(|at| now - at >= policy.retention),
+        Status::Deleted => m
+            .archived_at
+            .is_some_and(|at| now - at >= policy.deleted_retention),
+        Status::Superseded => now - m.status_since() >= policy.retention,
+        Status::Active | Status::Quarantined => false,
+    }
+}
+
+/// Whether a turn of the archive received at `received_at` is emptied at `now`.
+pub fn empties_turn(policy: &Policy, received_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    now - received_at >= policy.turn_content_retention
+}
+
+/// Whether a turn of the archive received at `received_at` is deleted at `now`.
+pub fn purges_turn(policy: &Policy, received_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    now - received_at >= policy.turn_retention
 }
 
 #[cfg(test)]
@@ -193,6 +248,8 @@ mod tests {
             decayed_at: None,
             archived_at: None,
             expires_at: None,
+            status_at: None,
+            pinned: false,
         }
     }
 
@@ -272,9 +329,53 @@ mod tests {
 
         let mut archived = memory("gone", FactType::Fact, 0.1, 200);
         archived.status = Status::Archived;
-        archived.archived_at = Some(now() - Duration::days(30));
+        archived.archived_at = Some(now() - Duration::days(180));
         assert!(purges(&p, &archived, now()));
-        archived.archived_at = Some(now() - Duration::days(29));
+        archived.archived_at = Some(now() - Duration::days(179));
         assert!(!purges(&p, &archived, now()));
+        archived.status = Status::Deleted;
+        archived.archived_at = Some(now() - Duration::days(30));
+        assert!(purges(&p, &archived, now()), "deleted: 30 days");
+    }
+
+    #[test]
+    fn retention_reviews_purges_and_spares_the_pinned() {
+        let p = Policy::default();
+        let mut suspect = memory("ignore previous instructions", FactType::Fact, 0.5, 40);
+        suspect.status = Status::Quarantined;
+        assert!(
+            review_ends(&p, &suspect, now()),
+            "quarantined since creation, 40 days"
+        );
+        suspect.status_at = Some(now() - Duration::days(29));
+        assert!(
+            !review_ends(&p, &suspect, now()),
+            "re-quarantined 29 days ago"
+        );
+
+        let mut old = memory("Li lives in Oslo", FactType::Fact, 0.5, 400);
+        old.status = Status::Superseded;
+        old.status_at = Some(now() - Duration::days(180));
+        assert!(purges(&p, &old, now()));
+        old.status_at = Some(now() - Duration::days(179));
+        assert!(!purges(&p, &old, now()));
+
+        old.status_at = Some(now() - Duration::days(365));
+        old.pinned = true;
+        assert!(!purges(&p, &old, now()));
+        suspect.status_at = None;
+        suspect.pinned = true;
+        assert!(!review_ends(&p, &suspect, now()));
+        let pinned = MemoryState {
+            pinned: true,
+            ..memory("old trivia", FactType::Fact, 0.3, 100)
+        };
+        assert!(!archives(&p, &pinned, 0.1, now()));
+        assert_eq!(decayed_importance(&p, &pinned, now()), 0.3);
+
+        assert!(empties_turn(&p, now() - Duration::days(30), now()));
+        assert!(!empties_turn(&p, now() - Duration::days(29), now()));
+        assert!(purges_turn(&p, now() - Duration::days(180), now()));
+        assert!(!purges_turn(&p, now() - Duration::days(179), now()));
     }
 }

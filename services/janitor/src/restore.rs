@@ -1,6 +1,9 @@
 //! `hindsight maintenance restore RUN_ID`: undoing one run, under the lock.
 
-use hindsight_store::maintenance::restore::Restored;
+use hindsight_store::maintenance::{
+    restore::Restored,
+    retention::{RECORD, TURN, TurnsBack},
+};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -11,11 +14,16 @@ use crate::{janitor::Janitor, request::JanitorError};
 pub struct RestoreReport {
     pub run: Uuid,
     pub restored: Restored,
+    /// Turns the run emptied or deleted, written back from its export (with
+    /// `purged`).
+    #[serde(default)]
+    pub turns: TurnsBack,
 }
 
 impl Janitor {
-    /// Puts back what run `id` repaired, decayed, merged, archived or consolidated;
-    /// with `purged`, also the memories it purged, from its export.
+    /// Puts back what run `id` repaired, decayed, merged, archived (reviews
+    /// included) or consolidated; with `purged`, also what it exported: the
+    /// memories it purged and the turns it emptied or deleted.
     pub async fn restore(&self, id: Uuid, purged: bool) -> Result<RestoreReport, JanitorError> {
         let Some(lock) = self.store.try_lock_janitor().await? else {
             return Err(JanitorError::Busy);
@@ -47,18 +55,26 @@ impl Janitor {
         } else {
             Vec::new()
         };
+        let (turns, memories): (Vec<_>, Vec<_>) = exported
+            .into_iter()
+            .partition(|row| row.get(RECORD).and_then(|r| r.as_str()) == Some(TURN));
         let purged_restored = self
             .store
-            .reinsert_exported(id, &exported, "janitor-restore")
+            .reinsert_exported(id, &memories, "janitor-restore")
             .await?;
+        let turns = self.store.restore_turns(&turns).await?;
         let mut restored = if row.restored_at.is_some() {
             Restored::default()
         } else {
             self.store.restore_run(id, "janitor-restore").await?
         };
         restored.purged_restored = purged_restored;
-        tracing::info!(run = %id, ?restored, "maintenance run restored");
-        let report = RestoreReport { run: id, restored };
+        tracing::info!(run = %id, ?restored, ?turns, "maintenance run restored");
+        let report = RestoreReport {
+            run: id,
+            restored,
+            turns,
+        };
         if let Some((client, _, ns)) = &self.bus
             && let Ok(body) = serde_json::to_vec(&serde_json::json!({"restored": report}))
             && let Err(e) = client

@@ -6,7 +6,7 @@ use std::{collections::HashMap, time::Duration};
 
 use hindsight_core::{Namespace, embedding::ModelId, memory::Status};
 use hindsight_index::{Collection, IndexError, Payload, Point, VectorIndex};
-use hindsight_store::{Store, StoreError, erase::PendingPoint, memories::Indexable};
+use hindsight_store::{Store, StoreError, memories::Indexable};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -135,34 +135,70 @@ pub async fn remove_erased(
     limit: i64,
 ) -> Result<usize, ReconcileError> {
     let points = store.pending_points(limit).await?;
+    delete_points(
+        index,
+        ns,
+        points.iter().map(|p| {
+            let model = model_of(&p.embedding_model, &p.embedding_version, p.dimension);
+            (model, p.point)
+        }),
+    )
+    .await?;
+    store.points_removed(&points).await?;
+    Ok(points.len())
+}
+
+/// Removes the points of memories the janitor purged while they were still
+/// in the index (superseded ones); returns how many.
+pub async fn remove_purged(
+    store: &Store,
+    index: &dyn VectorIndex,
+    ns: &Namespace,
+    limit: i64,
+) -> Result<usize, ReconcileError> {
+    let points = store.purged_points(limit).await?;
+    delete_points(
+        index,
+        ns,
+        points.iter().map(|p| {
+            let model = model_of(&p.embedding_model, &p.embedding_version, p.dimension);
+            (model, p.point)
+        }),
+    )
+    .await?;
+    store.purged_points_removed(&points).await?;
+    Ok(points.len())
+}
+
+async fn delete_points(
+    index: &dyn VectorIndex,
+    ns: &Namespace,
+    points: impl Iterator<Item = (ModelId, Uuid)>,
+) -> Result<(), ReconcileError> {
     let mut by_collection: HashMap<Collection, Vec<Uuid>> = HashMap::new();
-    for p in &points {
+    for (model, point) in points {
         by_collection
-            .entry(collection_of_point(ns, p))
+            .entry(Collection::for_model(ns, &model))
             .or_default()
-            .push(p.point);
+            .push(point);
     }
     for (collection, ids) in by_collection {
         index.ensure(&collection).await?;
         index.delete(&collection, ids).await?;
     }
-    store.points_removed(&points).await?;
-    Ok(points.len())
+    Ok(())
 }
 
-fn collection_of_point(ns: &Namespace, p: &PendingPoint) -> Collection {
-    Collection::for_model(
-        ns,
-        &ModelId {
-            name: p.embedding_model.clone(),
-            version: p.embedding_version.clone(),
-            dimension: p.dimension.max(0) as usize,
-        },
-    )
+fn model_of(name: &str, version: &str, dimension: i32) -> ModelId {
+    ModelId {
+        name: name.to_string(),
+        version: version.to_string(),
+        dimension: dimension.max(0) as usize,
+    }
 }
 
 /// Runs [`catch_up`] every `every` until `shutdown` fires, removes the points
-/// of erased users ([`remove_erased`]), and rewrites the search terms of
+/// of erased users ([`remove_erased`]) and of purged memories ([`remove_purged`]), and rewrites the search terms of
 /// memories an older version wrote ([`Store::upgrade_terms`]).
 pub async fn run(
     store: Store,
@@ -193,6 +229,16 @@ pub async fn run(
                 Ok(_) => break,
                 Err(e) => {
                     tracing::debug!(error = %e, "reconciler: cannot remove erased points yet");
+                    break;
+                }
+            }
+        }
+        loop {
+            match remove_purged(&store, index.as_ref(), &ns, 1_000).await {
+                Ok(n) if n > 0 => tracing::info!(points = n, "removed purged memories' points"),
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::debug!(error = %e, "reconciler: cannot remove purged points yet");
                     break;
                 }
             }

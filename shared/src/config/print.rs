@@ -221,6 +221,22 @@ impl Config {
                 format!("{}s", self.janitor.retention.as_secs()),
             ),
             (
+                "HINDSIGHT_JANITOR_DELETED_RETENTION",
+                format!("{}s", self.janitor.deleted_retention.as_secs()),
+            ),
+            (
+                "HINDSIGHT_JANITOR_QUARANTINE_REVIEW",
+                format!("{}s", self.janitor.quarantine_review.as_secs()),
+            ),
+            (
+                "HINDSIGHT_JANITOR_TURN_CONTENT_RETENTION",
+                format!("{}s", self.janitor.turn_content_retention.as_secs()),
+            ),
+            (
+                "HINDSIGHT_JANITOR_TURN_RETENTION",
+                format!("{}s", self.janitor.turn_retention.as_secs()),
+            ),
+            (
                 "HINDSIGHT_JANITOR_DECAY_AFTER",
                 format!("{}s", self.janitor.decay_after.as_secs()),
             ),

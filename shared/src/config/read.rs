@@ -126,6 +126,22 @@ impl Config {
                     })
                 })?,
                 retention: parse_with(get("HINDSIGHT_JANITOR_RETENTION"), duration::parse)?,
+                deleted_retention: parse_with(
+                    get("HINDSIGHT_JANITOR_DELETED_RETENTION"),
+                    duration::parse,
+                )?,
+                quarantine_review: parse_with(
+                    get("HINDSIGHT_JANITOR_QUARANTINE_REVIEW"),
+                    duration::parse,
+                )?,
+                turn_content_retention: parse_with(
+                    get("HINDSIGHT_JANITOR_TURN_CONTENT_RETENTION"),
+                    duration::parse,
+                )?,
+                turn_retention: parse_with(
+                    get("HINDSIGHT_JANITOR_TURN_RETENTION"),
+                    duration::parse,
+                )?,
                 decay_after: parse_with(get("HINDSIGHT_JANITOR_DECAY_AFTER"), duration::parse)?,
                 archive_below: parse_with(get("HINDSIGHT_JANITOR_ARCHIVE_BELOW"), |v| {
                     unit_interval(v, 0.0)

@@ -279,8 +279,28 @@ pub const SETTINGS: &[Setting] = &[
     ),
     setting(
         "HINDSIGHT_JANITOR_RETENTION",
+        "180d",
+        "How long memories no longer current are kept — archived ones (expired plans among them) since their archiving, superseded ones since they were superseded — before a run exports them (JSON lines under `HINDSIGHT_DATA_DIR/exports/`) and deletes them. Pinned memories are kept.",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_DELETED_RETENTION",
         "30d",
-        "How long archived and deleted memories are kept before a run exports them (JSON lines under `HINDSIGHT_DATA_DIR/exports/`) and deletes them.",
+        "How long memories deleted through the API are kept (restorable) before a run exports and deletes them.",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_QUARANTINE_REVIEW",
+        "30d",
+        "Review period of a quarantined memory: one nobody released (`PATCH` status `active`) within it is archived by the next run (then purged after `HINDSIGHT_JANITOR_RETENTION`).",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_TURN_CONTENT_RETENTION",
+        "30d",
+        "How long the `turns` archive keeps a turn's content, metadata and extracted facts; a run then exports them and drops them, keeping the turn's id, user, session, fate, reason, flags and times.",
+    ),
+    setting(
+        "HINDSIGHT_JANITOR_TURN_RETENTION",
+        "180d",
+        "How long the `turns` archive keeps a turn's row at all; a run then exports it and deletes it (a turn published again after that is taken as new).",
     ),
     setting(
         "HINDSIGHT_JANITOR_DECAY_AFTER",

@@ -28,6 +28,8 @@ pub struct MemoryPatch {
     pub fact_type: Option<FactType>,
     /// `Active` or `Archived` (restoring or archiving by hand).
     pub status: Option<Status>,
+    /// Left alone by the janitor.
+    pub pinned: Option<bool>,
 }
 
 /// The counts and latest writes of one user.
@@ -86,16 +88,18 @@ impl Store {
             String,
             Vec<String>,
             Option<sqlx::types::Json<TurnContext>>,
+            bool,
         );
         let before: Option<Before> = sqlx::query_as(
-            "SELECT content, importance, confidence, fact_type, status, entities, context FROM memories
+            "SELECT content, importance, confidence, fact_type, status, entities, context, pinned FROM memories
              WHERE tenant = $1 AND id = $2 AND status <> 'deleted' FOR UPDATE",
         )
         .bind(tenant)
         .bind(id)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some((content, importance, confidence, fact_type, status, entities, context)) = before
+        let Some((content, importance, confidence, fact_type, status, entities, context, pinned)) =
+            before
         else {
             return Ok(None);
         };
@@ -115,6 +119,7 @@ impl Store {
                 fact_type = coalesce($9, fact_type),
                 status = coalesce($10, status),
                 archived_at = CASE WHEN $10 = 'archived' THEN now() WHEN $10 = 'active' THEN NULL ELSE archived_at END,
+                pinned = coalesce($12, pinned),
                 updated_at = clock_timestamp(), index_state = 'pending'
              WHERE tenant = $1 AND id = $2",
         )
@@ -129,6 +134,7 @@ impl Store {
         .bind(patch.fact_type.map(FactType::as_str))
         .bind(patch.status.map(Status::as_str))
         .bind(TERMS_VERSION)
+        .bind(patch.pinned)
         .execute(&mut *tx)
         .await?;
         let before_status = Status::try_from(status.as_str())?;
@@ -139,9 +145,10 @@ impl Store {
         };
         let detail = json!({
             "before": {"content": content, "importance": importance, "confidence": confidence,
-                       "fact_type": fact_type, "status": status},
+                       "fact_type": fact_type, "status": status, "pinned": pinned},
             "changed": {"content": new_content, "importance": patch.importance,
-                        "confidence": patch.confidence, "fact_type": patch.fact_type, "status": patch.status},
+                        "confidence": patch.confidence, "fact_type": patch.fact_type, "status": patch.status,
+                        "pinned": patch.pinned},
         });
         super::memories::add_event(&mut tx, id, tenant, event, actor, detail).await?;
         tx.commit().await?;

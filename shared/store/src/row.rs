@@ -34,6 +34,8 @@ pub struct MemoryRow {
     pub inferred: bool,
     #[sqlx(try_from = "String")]
     pub status: Status,
+    /// Left as it is by every janitor step.
+    pub pinned: bool,
     pub superseded_by: Option<Uuid>,
     pub occurred_at: Option<DateTime<Utc>>,
     /// When it became true: when it happened, else when it was said.
@@ -60,6 +62,6 @@ impl MemoryRow {
 
 /// The columns of a [`MemoryRow`], over `memories m`.
 pub const MEMORY_ROW_COLUMNS: &str = "m.id, m.user_id, m.session_id, m.kind, m.fact_type, m.content, m.entities,
-    m.importance, m.confidence, m.source_trust, m.source, m.flags, m.inferred, m.status, m.superseded_by, m.occurred_at, m.valid_from, m.expires_at, m.created_at,
+    m.importance, m.confidence, m.source_trust, m.source, m.flags, m.inferred, m.status, m.pinned, m.superseded_by, m.occurred_at, m.valid_from, m.expires_at, m.created_at,
     m.updated_at, m.last_accessed_at, m.access_count, m.context,
     coalesce((SELECT array_agg(s.turn_id ORDER BY s.added_at, s.turn_id) FROM memory_sources s WHERE s.memory_id = m.id), '{}') AS provenance";

@@ -8,7 +8,11 @@ fn the_policy_defaults_are_the_documented_ones() {
     assert_eq!(p.decay_half_life, Duration::days(30));
     assert_eq!(p.archive_below, 0.2);
     assert_eq!(p.archive_idle, Duration::days(90));
-    assert_eq!(p.retention, Duration::days(30));
+    assert_eq!(p.retention, Duration::days(180));
+    assert_eq!(p.deleted_retention, Duration::days(30));
+    assert_eq!(p.quarantine_review, Duration::days(30));
+    assert_eq!(p.turn_content_retention, Duration::days(30));
+    assert_eq!(p.turn_retention, Duration::days(180));
 }
 
 #[tokio::test]

@@ -102,6 +102,17 @@ async fn the_memory_api_working_memory_and_conflicts() {
         )
         .await;
     assert_eq!((status, m["importance"].as_f64()), (200, Some(1.0)), "{m}");
+    assert_eq!(m["pinned"], false);
+    let (status, m) = http
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/memories/{peanuts}"),
+            Some(&key),
+            &[],
+            Some(json!({"pinned": true})),
+        )
+        .await;
+    assert_eq!((status, &m["pinned"]), (200, &json!(true)), "{m}");
     let (status, m) = http
         .call(
             reqwest::Method::PATCH,

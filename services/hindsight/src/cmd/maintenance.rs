@@ -32,12 +32,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Put back what a run repaired, decayed, merged, archived or consolidated (its
-    /// purges are in its export under HINDSIGHT_DATA_DIR/exports/).
+    /// Put back what a run repaired, decayed, merged, archived (reviews included) or
+    /// consolidated (its purges and the turns it emptied or deleted are in its export
+    /// under HINDSIGHT_DATA_DIR/exports/). Rows come back as they were, clocks included:
+    /// with the same settings the next run takes them again.
     Restore {
         run: Uuid,
-        /// Also write back the memories the run purged, from its export
-        /// (read by the janitor that ran it).
+        /// Also write back what the run exported: the memories it purged and the
+        /// turns it emptied or deleted (read by the janitor that ran it).
         #[arg(long)]
         purged: bool,
         #[arg(long)]
@@ -158,6 +160,11 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                         "  purged, written back {} of {}",
                         r.purged_restored, r.purged
                     );
+                    let t = &report.turns;
+                    println!(
+                        "  turns                {} refilled, {} written back, {} already there",
+                        t.refilled, t.reinserted, t.unchanged
+                    );
                 } else {
                     println!(
                         "  purged, not restored {} (--purged writes them back from the run's export)",
@@ -175,7 +182,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                 for r in runs {
                     let c = hindsight_janitor::counts::Counts::from_json(&r.counts).total;
                     println!(
-                        "{} {} {:<8} {:<8}{} decayed {} merged {} archived {} consolidated {} purged {}",
+                        "{} {} {:<8} {:<8}{} decayed {} merged {} archived {} reviewed {} consolidated {} purged {} turns emptied {} purged {}",
                         r.id,
                         r.started_at.format("%Y-%m-%d %H:%M"),
                         r.trigger,
@@ -184,8 +191,11 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                         c.decayed,
                         c.merged,
                         c.archived,
+                        c.reviewed,
                         c.consolidated,
-                        c.purged
+                        c.purged,
+                        c.turns_emptied,
+                        c.turns_purged
                     );
                 }
             }
@@ -244,10 +254,21 @@ fn print_report(r: &RunReport) {
     );
     println!("  archived      {}", c.archived);
     println!(
+        "  reviewed      {} (quarantined past their review, archived)",
+        c.reviewed
+    );
+    println!(
         "  consolidated  {} (into {} summaries)",
         c.consolidated, c.summaries
     );
-    println!("  purged        {}", c.purged);
+    println!(
+        "  purged        {} ({} of them superseded)",
+        c.purged, c.purged_superseded
+    );
+    println!(
+        "  turns         {} emptied, {} deleted",
+        c.turns_emptied, c.turns_purged
+    );
     if let Some(n) = r.counts.expired_working_keys {
         println!("  working-memory keys expired since the previous run: {n}");
     }

@@ -57,9 +57,11 @@ impl Store {
             let inserted = sqlx::query(
                 // Exports written before a NOT NULL column existed lack it:
                 // its default comes first, the row's own value wins.
+                // Back in the index too: its point was removed (or is to be).
                 "INSERT INTO memories
                  SELECT * FROM jsonb_populate_record(NULL::memories,
-                     '{\"flags\": [], \"inferred\": false}'::jsonb || ($1 - 'sources'))
+                     '{\"flags\": [], \"inferred\": false, \"pinned\": false}'::jsonb
+                     || ($1 - 'sources') || '{\"index_state\": \"pending\"}'::jsonb)
                  ON CONFLICT (id) DO NOTHING",
             )
             .bind(row)
@@ -70,6 +72,10 @@ impl Store {
                 continue;
             }
             back += 1;
+            sqlx::query("DELETE FROM purged_points WHERE point = ($1->>'id')::uuid")
+                .bind(row)
+                .execute(&mut *tx)
+                .await?;
             sqlx::query(
                 "INSERT INTO memory_sources (memory_id, fact_id, tenant, turn_id, added_at)
                  SELECT ($1->>'id')::uuid, s->>'fact_id', $1->>'tenant', s->>'turn_id', (s->>'added_at')::timestamptz
@@ -143,6 +149,7 @@ impl Store {
         let sql = format!(
             "UPDATE memories m SET status = e.detail->'before'->>'status',
                     archived_at = (e.detail->'before'->>'archived_at')::timestamptz,
+                    status_at = (e.detail->'before'->>'status_at')::timestamptz,
                     merged_into = NULL,
                     updated_at = (e.detail->'before'->>'updated_at')::timestamptz,
                     index_state = 'pending'
@@ -183,6 +190,7 @@ impl Store {
         let unarchived = sqlx::query(
             "UPDATE memories m SET status = e.detail->'before'->>'status',
                     archived_at = (e.detail->'before'->>'archived_at')::timestamptz,
+                    status_at = (e.detail->'before'->>'status_at')::timestamptz,
                     updated_at = (e.detail->'before'->>'updated_at')::timestamptz,
                     index_state = 'pending'
              FROM memory_events e

@@ -33,12 +33,14 @@ pub struct StateRow {
     pub archived_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
+    pub status_at: Option<DateTime<Utc>>,
+    pub pinned: bool,
 }
 
 const STATE_COLUMNS: &str = "id, tenant, user_id, kind, fact_type, status,
     CASE WHEN fact_type = 'constraint' THEN content ELSE '' END AS content,
     importance, access_count, created_at, last_accessed_at, decayed_at, archived_at, updated_at,
-    expires_at";
+    expires_at, status_at, pinned";
 
 /// The last time anyone used a memory, in SQL (as `MemoryState::last_touch`).
 const LAST_TOUCH: &str = "greatest(coalesce(last_accessed_at, created_at), created_at)";
@@ -112,7 +114,8 @@ async fn stretch(
          FROM memories
          WHERE ctid > format('(%s,%s)', $3::bigint, $4::int)::tid
            AND ctid < format('(%s,0)', $5::bigint)::tid
-           AND status = 'active' AND ($1::text IS NULL OR tenant = $1) AND {condition}
+           AND status = 'active' AND NOT pinned AND ($1::text IS NULL OR tenant = $1)
+           AND {condition}
          ORDER BY ctid LIMIT $6"
     );
     let rows: Vec<Located> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -185,22 +188,78 @@ pub async fn archive_candidates(
     stretch(conn, &condition, tenant, idle_before, from, limit).await
 }
 
-/// Archived and deleted memories archived at or before `archived_before`.
+/// The memories no longer current that a purge looks at, each class read
+/// through its own index in the order of its clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurgeClass {
+    /// Archived (expired plans among them), by `archived_at`.
+    Archived,
+    /// Deleted through the API, by `archived_at`.
+    Deleted,
+    /// Superseded, by when they were (`status_at`).
+    Superseded,
+}
+
+impl PurgeClass {
+    pub const ALL: [PurgeClass; 3] = [Self::Archived, Self::Deleted, Self::Superseded];
+
+    fn condition(self) -> &'static str {
+        match self {
+            Self::Archived => "status = 'archived' AND archived_at <= $2",
+            Self::Deleted => "status = 'deleted' AND archived_at <= $2",
+            Self::Superseded => "status = 'superseded' AND coalesce(status_at, created_at) <= $2",
+        }
+    }
+
+    fn order(self) -> &'static str {
+        match self {
+            Self::Archived | Self::Deleted => "archived_at, id",
+            Self::Superseded => "coalesce(status_at, created_at), id",
+        }
+    }
+}
+
+/// Unpinned memories of `class` whose clock is at or before `before`, the
+/// oldest first.
 pub async fn purge_candidates(
     conn: &mut PgConnection,
     tenant: Option<&str>,
-    archived_before: DateTime<Utc>,
+    class: PurgeClass,
+    before: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<StateRow>, StoreError> {
     let sql = format!(
         "SELECT {STATE_COLUMNS} FROM memories
-         WHERE status IN ('archived', 'deleted') AND ($1::text IS NULL OR tenant = $1)
-           AND archived_at <= $2
-         ORDER BY archived_at, id LIMIT $3"
+         WHERE {} AND NOT pinned AND ($1::text IS NULL OR tenant = $1)
+         ORDER BY {} LIMIT $3",
+        class.condition(),
+        class.order()
     );
     Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(tenant)
-        .bind(archived_before)
+        .bind(before)
+        .bind(limit)
+        .fetch_all(conn)
+        .await?)
+}
+
+/// Unpinned quarantined memories quarantined at or before `before`, the
+/// oldest first: those whose review period has ended.
+pub async fn review_candidates(
+    conn: &mut PgConnection,
+    tenant: Option<&str>,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<StateRow>, StoreError> {
+    let sql = format!(
+        "SELECT {STATE_COLUMNS} FROM memories
+         WHERE status = 'quarantined' AND coalesce(status_at, created_at) <= $2
+           AND NOT pinned AND ($1::text IS NULL OR tenant = $1)
+         ORDER BY coalesce(status_at, created_at), id LIMIT $3"
+    );
+    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(tenant)
+        .bind(before)
         .bind(limit)
         .fetch_all(conn)
         .await?)

@@ -16,14 +16,15 @@ pub struct Group {
     pub embedding_model: String,
 }
 
-/// Users (per model) with at least two active memories: where merges can happen.
+/// Users (per model) with at least two active memories: where merges can
+/// happen (pinned memories are left alone).
 pub async fn merge_groups(
     conn: &mut PgConnection,
     tenant: Option<&str>,
 ) -> Result<Vec<Group>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT tenant, user_id, embedding_model FROM memories
-         WHERE status = 'active' AND embedding IS NOT NULL AND ($1::text IS NULL OR tenant = $1)
+         WHERE status = 'active' AND NOT pinned AND embedding IS NOT NULL AND ($1::text IS NULL OR tenant = $1)
          GROUP BY 1, 2, 3 HAVING count(*) > 1 ORDER BY 1, 2, 3",
     )
     .bind(tenant)
@@ -52,6 +53,7 @@ pub struct VectorRow {
     pub created_at: DateTime<Utc>,
     pub last_accessed_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
+    pub status_at: Option<DateTime<Utc>>,
     pub embedding_model: String,
     pub embedding_version: String,
     #[sqlx(try_from = "Floats")]
@@ -124,7 +126,7 @@ fn decode_floats(bytes: &[u8]) -> Result<Vec<f32>, sqlx::error::BoxDynError> {
 const VECTOR_COLUMNS: &str =
     "id, tenant, user_id, agent_id, session_id, fact_type, content, entities,
     importance, confidence, source_trust, access_count, occurred_at, valid_from, created_at,
-    last_accessed_at, updated_at, embedding_model, embedding_version, embedding";
+    last_accessed_at, updated_at, status_at, embedding_model, embedding_version, embedding";
 
 /// One group's active memories.
 pub async fn merge_rows(
@@ -133,7 +135,7 @@ pub async fn merge_rows(
 ) -> Result<Vec<VectorRow>, StoreError> {
     let sql = format!(
         "SELECT {VECTOR_COLUMNS} FROM memories
-         WHERE status = 'active' AND embedding IS NOT NULL
+         WHERE status = 'active' AND NOT pinned AND embedding IS NOT NULL
            AND tenant = $1 AND user_id = $2 AND embedding_model = $3
          ORDER BY id"
     );
@@ -154,7 +156,7 @@ pub async fn consolidate_groups(
 ) -> Result<Vec<Group>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT tenant, user_id, embedding_model FROM memories
-         WHERE status = 'active' AND kind = 'episodic' AND embedding IS NOT NULL
+         WHERE status = 'active' AND NOT pinned AND kind = 'episodic' AND embedding IS NOT NULL
            AND ($1::text IS NULL OR tenant = $1) AND created_at <= $2 AND access_count < $3
          GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
     )
@@ -174,7 +176,7 @@ pub async fn consolidate_rows(
 ) -> Result<Vec<VectorRow>, StoreError> {
     let sql = format!(
         "SELECT {VECTOR_COLUMNS} FROM memories
-         WHERE status = 'active' AND kind = 'episodic' AND embedding IS NOT NULL
+         WHERE status = 'active' AND NOT pinned AND kind = 'episodic' AND embedding IS NOT NULL
            AND tenant = $1 AND user_id = $2 AND embedding_model = $3
            AND created_at <= $4 AND access_count < $5
          ORDER BY coalesce(occurred_at, created_at), id"

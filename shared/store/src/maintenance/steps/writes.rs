@@ -98,6 +98,7 @@ pub struct Archive {
     pub before_status: Status,
     pub before_archived_at: Option<DateTime<Utc>>,
     pub before_updated_at: DateTime<Utc>,
+    pub before_status_at: Option<DateTime<Utc>>,
 }
 
 /// Archives a batch (out of the index and of recall, still in Postgres). A
@@ -116,7 +117,9 @@ pub async fn apply_archive(
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let into: Vec<Option<Uuid>> = rows.iter().map(|r| r.into).collect();
     sqlx::query(
-        "UPDATE memories m SET status = 'archived', archived_at = $3, merged_into = u.into_id,
+        // status_at on the run's clock too, so that a resumed run writes what
+        // an uninterrupted one would have.
+        "UPDATE memories m SET status = 'archived', archived_at = $3, status_at = $3, merged_into = u.into_id,
                 updated_at = clock_timestamp(), index_state = 'pending'
          FROM unnest($1::uuid[], $2::uuid[]) AS u(id, into_id) WHERE m.id = u.id",
     )
@@ -143,7 +146,7 @@ pub async fn apply_archive(
         .map(|r| {
             let mut detail = json!({
                 "before": {"status": r.before_status, "archived_at": r.before_archived_at,
-                           "updated_at": r.before_updated_at},
+                           "updated_at": r.before_updated_at, "status_at": r.before_status_at},
                 "after": {"status": "archived", "archived_at": as_of},
             });
             if let Some(into) = r.into {
@@ -273,6 +276,18 @@ pub async fn apply_purge(
         return Ok(());
     }
     let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
+    // Memories still in the index (superseded ones, or archived ones the
+    // reconciler has not yet taken out) leave their points to remove.
+    sqlx::query(
+        "INSERT INTO purged_points (run, embedding_model, embedding_version, dimension, point)
+         SELECT $2, embedding_model, embedding_version, cardinality(embedding), id FROM memories
+          WHERE id = ANY($1) AND embedding IS NOT NULL AND index_state <> 'removed'
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(&ids)
+    .bind(run)
+    .execute(&mut *conn)
+    .await?;
     sqlx::query("DELETE FROM memories WHERE id = ANY($1)")
         .bind(&ids)
         .execute(&mut *conn)

@@ -1,0 +1,172 @@
+//! The retention steps of a run: review (quarantined memories nobody
+//! released are archived), purge (memories no longer current are exported,
+//! then deleted) and turns (old turns of the archive are exported, then
+//! emptied or deleted). Every export is written and synced before the
+//! change it backs commits; a dry run exports nothing and changes nothing.
+
+use hindsight_core::memory::Status;
+use hindsight_store::maintenance::{
+    retention::{self, OldTurn, TurnPosition, TurnStep},
+    steps::{self, Archive, PurgeClass},
+};
+use sqlx::{Connection, PgConnection};
+use uuid::Uuid;
+
+use crate::{
+    exec::{Exec, state},
+    policy,
+    request::JanitorError,
+};
+
+impl Exec<'_> {
+    /// Archives quarantined memories whose review period has ended.
+    pub(crate) async fn review(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+        let before = self.as_of - self.policy().quarantine_review;
+        loop {
+            let page =
+                steps::review_candidates(conn, self.tenant.as_deref(), before, self.janitor.chunk)
+                    .await?;
+            let archived: Vec<Archive> = page
+                .iter()
+                .filter(|r| policy::review_ends(self.policy(), &state(r), self.as_of))
+                .map(|r| Archive {
+                    id: r.id,
+                    tenant: r.tenant.clone(),
+                    into: None,
+                    before_status: r.status,
+                    before_archived_at: r.archived_at,
+                    before_updated_at: r.updated_at,
+                    before_status_at: r.status_at,
+                })
+                .collect();
+            if archived.is_empty() {
+                return Ok(());
+            }
+            let mut tx = conn.begin().await?;
+            steps::apply_archive(&mut tx, self.id, self.as_of, "archive", &archived).await?;
+            for a in &archived {
+                self.counts.record(&a.tenant, |c| c.reviewed += 1);
+            }
+            self.commit(tx).await?;
+        }
+    }
+
+    /// Exports and deletes memories past their retention: archived, deleted,
+    /// superseded, each class read in the order of its clock.
+    pub(crate) async fn purge(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+        for class in PurgeClass::ALL {
+            let retention = match class {
+                PurgeClass::Deleted => self.policy().deleted_retention,
+                PurgeClass::Archived | PurgeClass::Superseded => self.policy().retention,
+            };
+            let before = self.as_of - retention;
+            loop {
+                let page = steps::purge_candidates(
+                    conn,
+                    self.tenant.as_deref(),
+                    class,
+                    before,
+                    self.janitor.chunk,
+                )
+                .await?;
+                let purged: Vec<(Uuid, String, Status)> = page
+                    .iter()
+                    .filter(|r| policy::purges(self.policy(), &state(r), self.as_of))
+                    .map(|r| (r.id, r.tenant.clone(), r.status))
+                    .collect();
+                if purged.is_empty() {
+                    break;
+                }
+                let ids: Vec<Uuid> = purged.iter().map(|p| p.0).collect();
+                // Exported (and synced to disk) before anything is deleted; a
+                // dry run writes no export.
+                if !self.dry_run {
+                    let rows = steps::export_rows(conn, &ids).await?;
+                    self.export.append(&rows).await?;
+                }
+                let keys: Vec<(Uuid, String)> =
+                    purged.iter().map(|(id, t, _)| (*id, t.clone())).collect();
+                let mut tx = conn.begin().await?;
+                steps::apply_purge(&mut tx, self.id, &keys, &self.export.name()).await?;
+                for (_, tenant, status) in &purged {
+                    let superseded = u64::from(*status == Status::Superseded);
+                    self.counts.record(tenant, |c| {
+                        c.purged += 1;
+                        c.purged_superseded += superseded;
+                    });
+                }
+                self.commit(tx).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes turns past the turns' retention, then empties those past the
+    /// content's: each exported first. Deleting first spares emptying a turn
+    /// about to go.
+    pub(crate) async fn turns(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+        self.old_turns(conn, TurnStep::Purge).await?;
+        self.old_turns(conn, TurnStep::Empty).await
+    }
+
+    async fn old_turns(
+        &mut self,
+        conn: &mut PgConnection,
+        step: TurnStep,
+    ) -> Result<(), JanitorError> {
+        let retention = match step {
+            TurnStep::Purge => self.policy().turn_retention,
+            TurnStep::Empty => self.policy().turn_content_retention,
+        };
+        let before = self.as_of - retention;
+        let mut from: Option<TurnPosition> = None;
+        loop {
+            let page = retention::old_turns(
+                conn,
+                step,
+                self.tenant.as_deref(),
+                before,
+                from.as_ref(),
+                self.janitor.chunk,
+                !self.dry_run,
+            )
+            .await?;
+            let Some(last) = page.last() else {
+                return Ok(());
+            };
+            from = Some(last.position());
+            let (policy, as_of) = (self.policy(), self.as_of);
+            let (taken, lines): (Vec<OldTurn>, Vec<String>) = page
+                .into_iter()
+                .filter(|t| match step {
+                    TurnStep::Purge => policy::purges_turn(policy, t.received_at, as_of),
+                    TurnStep::Empty => policy::empties_turn(policy, t.received_at, as_of),
+                })
+                .map(|mut t| {
+                    let line = t.line.take().unwrap_or_default();
+                    (t, line)
+                })
+                .unzip();
+            if taken.is_empty() {
+                continue;
+            }
+            if !self.dry_run {
+                self.export.append_lines(lines).await?;
+            }
+            let mut tx = conn.begin().await?;
+            let changed = match step {
+                TurnStep::Purge => retention::delete_turns(&mut tx, &taken).await?,
+                TurnStep::Empty => retention::empty_turns(&mut tx, &taken, self.as_of).await?,
+            };
+            // Counted by what the statement changed: a turn an erase took
+            // meanwhile is not counted.
+            for tenant in &changed {
+                self.counts.record(tenant, |c| match step {
+                    TurnStep::Purge => c.turns_purged += 1,
+                    TurnStep::Empty => c.turns_emptied += 1,
+                });
+            }
+            self.commit(tx).await?;
+        }
+    }
+}
