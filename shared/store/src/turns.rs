@@ -74,7 +74,8 @@ impl Store {
             .collect())
     }
 
-    /// The content of the latest archived turn of each `(tenant, session, speaker)`.
+    /// The content of the latest archived turn of each `(tenant, session,
+    /// speaker)`; absent when the janitor has emptied it.
     pub async fn previous_by_speaker(
         &self,
         keys: &HashSet<(String, String, String)>,
@@ -94,11 +95,12 @@ impl Store {
             "SELECT k.tenant, k.session_id, k.speaker, p.content
              FROM UNNEST($1::text[], $2::text[], $3::text[]) AS k(tenant, session_id, speaker)
              CROSS JOIN LATERAL (
-                 SELECT t.content FROM turns t
+                 SELECT t.content, t.content_dropped_at FROM turns t
                  WHERE t.tenant = k.tenant AND t.session_id = k.session_id AND t.speaker = k.speaker
                  ORDER BY t.stream_seq DESC
                  LIMIT 1
-             ) p",
+             ) p
+             WHERE p.content_dropped_at IS NULL",
         )
         .bind(&tenants)
         .bind(&sessions)
@@ -113,7 +115,8 @@ impl Store {
 
     /// For each `(tenant, session, stream sequence)`, the session's latest
     /// kept, unquarantined turn before that sequence (with its own sequence):
-    /// what a turn there replies to. Keys without one are absent.
+    /// what a turn there replies to. Keys without one, or whose one the
+    /// janitor has emptied, are absent.
     pub async fn previous_kept(
         &self,
         keys: &[(String, String, i64)],
@@ -133,12 +136,14 @@ impl Store {
             "SELECT k.tenant, k.session_id, k.seq, p.stream_seq, p.turn_id, p.speaker, p.content
              FROM UNNEST($1::text[], $2::text[], $3::bigint[]) AS k(tenant, session_id, seq)
              CROSS JOIN LATERAL (
-                 SELECT t.stream_seq, t.turn_id, t.speaker, t.content FROM turns t
+                 SELECT t.stream_seq, t.turn_id, t.speaker, t.content, t.content_dropped_at
+                 FROM turns t
                  WHERE t.tenant = k.tenant AND t.session_id = k.session_id
                    AND t.fate = 'kept' AND t.stream_seq < k.seq AND NOT t.quarantine
                  ORDER BY t.stream_seq DESC
                  LIMIT 1
-             ) p",
+             ) p
+             WHERE p.content_dropped_at IS NULL",
         )
         .bind(&tenants)
         .bind(&sessions)

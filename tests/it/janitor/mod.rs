@@ -4,6 +4,7 @@
 
 mod crash;
 mod policy;
+mod purged_points;
 mod repair;
 mod turns;
 

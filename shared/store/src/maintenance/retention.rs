@@ -69,25 +69,34 @@ pub async fn old_turns(
         TurnStep::Empty => "AND t.content_dropped_at IS NULL",
         TurnStep::Purge => "",
     };
+    // Two texts rather than one with `$3 IS NULL OR …`: a prepared plan then
+    // starts its index range at the position.
+    let after = match from {
+        Some(_) => {
+            "AND t.received_at >= $5
+             AND (t.received_at, t.tenant, t.turn_id) > ($5::timestamptz, $6::text, $7::text)"
+        }
+        None => "",
+    };
     let sql = format!(
         "SELECT t.tenant, t.turn_id, t.received_at,
-                CASE WHEN $7 THEN (to_jsonb(t) || jsonb_build_object('{RECORD}', '{TURN}'))::text END AS line
+                CASE WHEN $4 THEN (to_jsonb(t) || jsonb_build_object('{RECORD}', '{TURN}'))::text END AS line
            FROM turns t
-          WHERE t.received_at <= $2 {emptied} AND ($1::text IS NULL OR t.tenant = $1)
-            AND ($3::timestamptz IS NULL
-                 OR (t.received_at, t.tenant, t.turn_id) > ($3::timestamptz, $4::text, $5::text))
-          ORDER BY t.received_at, t.tenant, t.turn_id LIMIT $6"
+          WHERE t.received_at <= $2 {emptied} {after} AND ($1::text IS NULL OR t.tenant = $1)
+          ORDER BY t.received_at, t.tenant, t.turn_id LIMIT $3"
     );
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(tenant)
         .bind(before)
-        .bind(from.map(|p| p.received_at))
-        .bind(from.map(|p| p.tenant.as_str()))
-        .bind(from.map(|p| p.turn_id.as_str()))
         .bind(limit)
-        .bind(lines)
-        .fetch_all(conn)
-        .await?)
+        .bind(lines);
+    if let Some(p) = from {
+        query = query
+            .bind(p.received_at)
+            .bind(p.tenant.as_str())
+            .bind(p.turn_id.as_str());
+    }
+    Ok(query.fetch_all(conn).await?)
 }
 
 /// Keys as two arrays, for `unnest`.

@@ -27,6 +27,7 @@ use sqlx::PgPool;
 use super::{
     memories::{Batch, DIMENSION, Generator, TENANTS},
     support::sandboxed,
+    turns,
 };
 
 const BATCH: usize = 5_000;
@@ -35,6 +36,8 @@ const MODEL: &str = "bench-model";
 #[derive(Serialize)]
 pub struct Report {
     pub memories: usize,
+    /// Turns in the `turns` archive.
+    pub turns: usize,
     pub users: usize,
     pub tenants: usize,
     pub load_seconds: f64,
@@ -53,16 +56,21 @@ pub struct Report {
     pub database_mb_after: f64,
 }
 
-pub async fn run(memories: usize, users: usize) -> anyhow::Result<Report> {
+pub async fn run(memories: usize, turns: usize, users: usize) -> anyhow::Result<Report> {
     anyhow::ensure!(users > 0, "--users must be at least 1");
-    sandboxed(async |ctx| measure(ctx, memories, users).await).await
+    sandboxed(async |ctx| measure(ctx, memories, turns, users).await).await
 }
 
-async fn measure(ctx: &Context, memories: usize, users: usize) -> anyhow::Result<Report> {
+async fn measure(
+    ctx: &Context,
+    memories: usize,
+    turns: usize,
+    users: usize,
+) -> anyhow::Result<Report> {
     let pool = &ctx.store.pool;
     let now = Utc::now();
     let load_started = Instant::now();
-    let load_parts = load(pool, memories, users, now).await?;
+    let load_parts = load(pool, memories, turns, users, now).await?;
     let load_seconds = load_started.elapsed().as_secs_f64();
     tracing::info!(load_seconds, ?load_parts, "loaded; running the janitor");
     let database_mb_before = database_mb(pool).await?;
@@ -106,6 +114,7 @@ async fn measure(ctx: &Context, memories: usize, users: usize) -> anyhow::Result
     step_seconds.remove("total");
     Ok(Report {
         memories,
+        turns,
         users,
         tenants: TENANTS.len().min(users),
         load_seconds,
@@ -140,11 +149,12 @@ fn peak_rss_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// Writes `memories` memories (with one provenance row each), then the
-/// secondary indexes, the term statistics, and vacuums.
+/// Writes `memories` memories (with one provenance row each) and `turns`
+/// turns, then the secondary indexes, the term statistics, and vacuums.
 async fn load(
     pool: &PgPool,
     memories: usize,
+    turns: usize,
     users: usize,
     now: DateTime<Utc>,
 ) -> anyhow::Result<BTreeMap<&'static str, f64>> {
@@ -153,7 +163,7 @@ async fn load(
     // Every index but those behind constraints (the keys), rebuilt from its definition.
     let indexes: Vec<(String, String)> = sqlx::query_as(
         "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i
-         WHERE i.indrelid IN ('memories'::regclass, 'memory_sources'::regclass)
+         WHERE i.indrelid IN ('memories'::regclass, 'memory_sources'::regclass, 'turns'::regclass)
            AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)",
     )
     .fetch_all(pool)
@@ -186,6 +196,9 @@ async fn load(
         .await?;
     generator.await?;
     parts.insert("rows", started.elapsed().as_secs_f64());
+    let started = Instant::now();
+    turns::load(pool, turns, users, now).await?;
+    parts.insert("turns", started.elapsed().as_secs_f64());
 
     let started = Instant::now();
     futures::stream::iter(indexes)
@@ -236,21 +249,22 @@ async fn insert(pool: &PgPool, b: Batch) -> anyhow::Result<()> {
         "INSERT INTO memories (id, tenant, user_id, session_id, kind, fact_type, content, content_key,
                                entities, terms, importance, confidence, source_trust, status,
                                occurred_at, created_at, updated_at, last_accessed_at, access_count,
-                               archived_at, index_state, embedding_model, embedding_version, embedding)
+                               archived_at, index_state, embedding_model, embedding_version, embedding,
+                               status_at, expires_at)
          SELECT r.id, r.tenant, r.user_id, r.session_id, r.kind, r.fact_type, r.content, r.content_key,
                 string_to_array(r.entities, chr(31)), string_to_array(r.terms, chr(31)),
                 r.importance, r.confidence, r.trust, r.status, r.occurred_at, r.created_at,
                 r.updated_at, r.last_accessed_at, r.access_count, r.archived_at, r.index_state,
-                $22, '1', ($23::real[])[(r.n - 1) * $24 + 1 : r.n * $24]
+                $22, '1', ($23::real[])[(r.n - 1) * $24 + 1 : r.n * $24], r.status_at, r.expires_at
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
                      $7::text[], $8::text[], $9::text[], $10::text[], $11::real[], $12::real[],
                      $13::text[], $14::text[], $15::timestamptz[], $16::timestamptz[],
                      $17::timestamptz[], $18::timestamptz[], $19::int[], $20::timestamptz[],
-                     $21::text[])
+                     $21::text[], $25::timestamptz[], $26::timestamptz[])
               WITH ORDINALITY
               AS r(id, tenant, user_id, session_id, kind, fact_type, content, content_key, entities,
                    terms, importance, confidence, trust, status, occurred_at, created_at, updated_at,
-                   last_accessed_at, access_count, archived_at, index_state, n)",
+                   last_accessed_at, access_count, archived_at, index_state, status_at, expires_at, n)",
     )
     .bind(&b.ids)
     .bind(&b.tenants)
@@ -276,6 +290,8 @@ async fn insert(pool: &PgPool, b: Batch) -> anyhow::Result<()> {
     .bind(MODEL)
     .bind(&b.embeddings)
     .bind(DIMENSION as i32)
+    .bind(&b.status_at)
+    .bind(&b.expires_at)
     .execute(&mut *tx)
     .await?;
     sqlx::query(

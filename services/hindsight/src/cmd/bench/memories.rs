@@ -1,6 +1,7 @@
 //! The memories `bench janitor` loads, from one seeded generator: users of
 //! uneven sizes, two years of them, episodes, constraints, near-duplicate
-//! pairs, memories archived or deleted long ago.
+//! pairs, plans with an end, and memories no longer current: archived or
+//! deleted long ago, superseded, quarantined.
 
 use chrono::{DateTime, Duration, Utc};
 use hindsight_core::{
@@ -43,6 +44,8 @@ pub(super) struct Batch {
     pub(super) last_accessed_at: Vec<Option<DateTime<Utc>>>,
     pub(super) access_count: Vec<i32>,
     pub(super) archived_at: Vec<Option<DateTime<Utc>>>,
+    pub(super) status_at: Vec<Option<DateTime<Utc>>>,
+    pub(super) expires_at: Vec<Option<DateTime<Utc>>>,
     pub(super) index_state: Vec<&'static str>,
     /// Every row's vector, one after the other.
     pub(super) embeddings: Vec<f32>,
@@ -119,6 +122,8 @@ struct Memory {
     last_accessed_at: Option<DateTime<Utc>>,
     access_count: i32,
     archived_at: Option<DateTime<Utc>>,
+    status_at: Option<DateTime<Utc>>,
+    expires_at: Option<DateTime<Utc>>,
     embedding: Vec<f32>,
 }
 
@@ -226,9 +231,10 @@ impl Generator {
             (Kind::Semantic, fact_type, content, entities)
         };
         let mut age = self.days(0.0, 730.0);
-        let (mut status, mut archived_at) = (Status::Active, None);
-        // Archived or deleted long ago: the purge's candidates.
-        if self.rng.f64() < 0.03 {
+        let (mut status, mut archived_at, mut status_at) = (Status::Active, None, None);
+        let no_longer = self.rng.f64();
+        if no_longer < 0.03 {
+            // Archived or deleted long ago: the purge's candidates.
             age = self.days(60.0, 730.0);
             let archived = self.days(31.0, age.num_seconds() as f64 / 86_400.0);
             status = if self.rng.f64() < 0.8 {
@@ -237,8 +243,19 @@ impl Generator {
                 Status::Deleted
             };
             archived_at = Some(self.now - archived);
+        } else if no_longer < 0.09 {
+            // Superseded some time after being written (still in the index).
+            status = Status::Superseded;
+            let since = self.days(0.0, age.num_seconds() as f64 / 86_400.0);
+            status_at = Some(self.now - since);
+        } else if no_longer < 0.10 {
+            // Quarantined when written, and never released.
+            status = Status::Quarantined;
         }
         let created_at = self.now - age;
+        // Half the plans end (a trip's last day, "until Friday") within two months.
+        let expires_at = (fact_type == FactType::Plan && self.rng.f64() < 0.5)
+            .then(|| created_at + self.days(1.0, 60.0));
         // Most memories are never recalled; recalls are mostly recent.
         let (access_count, last_accessed_at) = if self.rng.f64() < 0.25 {
             let count = 60f64.powf(self.rng.f64()) as i32;
@@ -272,6 +289,8 @@ impl Generator {
             last_accessed_at,
             access_count,
             archived_at,
+            status_at,
+            expires_at,
             embedding: self.unit_vector(),
         };
         // About 1% of memories have a near-duplicate planted right after them.
@@ -316,11 +335,14 @@ impl Generator {
             b.status.push(m.status.as_str());
             b.occurred_at.push(m.occurred_at);
             b.created_at.push(m.created_at);
-            b.updated_at.push(m.archived_at.unwrap_or(m.created_at));
+            b.updated_at
+                .push(m.archived_at.or(m.status_at).unwrap_or(m.created_at));
             b.last_accessed_at.push(m.last_accessed_at);
             b.access_count.push(m.access_count);
             b.archived_at.push(m.archived_at);
-            b.index_state.push(if m.status == Status::Active {
+            b.status_at.push(m.status_at);
+            b.expires_at.push(m.expires_at);
+            b.index_state.push(if Status::INDEXED.contains(&m.status) {
                 "indexed"
             } else {
                 "removed"

@@ -9,6 +9,7 @@ mod memories;
 mod pipeline;
 mod recall;
 pub(crate) mod support;
+mod turns;
 
 use crate::stages::StageName;
 
@@ -54,13 +55,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// One real maintenance run of the janitor over `--memories` memories
-    /// (written straight to Postgres, backdated over two years): its time per
-    /// step and the process's peak memory during the run.
+    /// One real maintenance run of the janitor over `--memories` memories and a
+    /// `turns` archive of `--turns` turns (written straight to Postgres, backdated over
+    /// two years, nothing maintained yet): its time per step and the process's peak
+    /// memory during the run.
     Janitor {
         /// Memories to load before the run.
         #[arg(long, default_value_t = 1_000_000)]
         memories: usize,
+        /// Turns of the `turns` archive to load before the run.
+        #[arg(long, default_value_t = 1_000_000)]
+        turns: usize,
         /// Users holding them (unevenly), in up to three tenants.
         #[arg(long, default_value_t = 1_000)]
         users: usize,
@@ -116,11 +121,12 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
     }
     if let Command::Janitor {
         memories,
+        turns,
         users,
         json,
     } = &command
     {
-        let r = janitor::run(*memories, *users).await?;
+        let r = janitor::run(*memories, *turns, *users).await?;
         if *json {
             println!("{}", serde_json::to_string(&r)?);
         } else {
@@ -131,10 +137,11 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                 .collect();
             let c = &r.counts;
             println!(
-                "janitor: {} memories of {} users ({} tenants), loaded in {:.0} s; one run in {:.1} s ({}; {} chunks): {} decayed, {} merged into {}, {} archived, {} consolidated into {} summaries, {} purged; peak RSS {}; database {:.0} MB before, {:.0} MB after",
+                "janitor: {} memories of {} users ({} tenants) and {} turns, loaded in {:.0} s; one run in {:.1} s ({}; {} chunks): {} decayed, {} merged into {}, {} archived, {} reviewed, {} consolidated into {} summaries, {} purged ({} superseded), turns {} emptied and {} deleted; peak RSS {}; database {:.0} MB before, {:.0} MB after",
                 r.memories,
                 r.users,
                 r.tenants,
+                r.turns,
                 r.load_seconds,
                 r.run_seconds,
                 steps.join(", "),
@@ -143,9 +150,13 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                 c.merged,
                 c.merge_survivors,
                 c.archived,
+                c.reviewed,
                 c.consolidated,
                 c.summaries,
                 c.purged,
+                c.purged_superseded,
+                c.turns_emptied,
+                c.turns_purged,
                 r.peak_rss_mb
                     .map_or("unknown".to_string(), |m| format!("{m:.0} MB")),
                 r.database_mb_before,
