@@ -25,6 +25,10 @@ use hindsight_text::terms;
 /// How many memories the channel scores at most (see the module doc).
 pub const CANDIDATE_BUDGET: i64 = 2_000;
 
+/// The predicate of the terms index (migration 0013), as a clause: the
+/// statuses of [`Status::INDEXED`].
+const INDEXED_STATUSES: &str = "AND m.status IN ('active', 'quarantined', 'superseded')";
+
 /// BM25's usual constants.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -157,14 +161,26 @@ pub async fn search(store: &Store, q: &KeywordQuery<'_>) -> Result<KeywordAnswer
             .map(|(t, _)| t.clone())
             .collect()
     };
+    // The terms index holds only memories of the indexed statuses (the
+    // janitor archives without rewriting it): saying so lets every plan use
+    // it. A recall that includes archived memories reads the user's rows.
+    let indexed = if q.statuses.iter().all(|s| Status::INDEXED.contains(s)) {
+        INDEXED_STATUSES
+    } else {
+        ""
+    };
     let candidate_rows = if intersect {
-        let two_rarest = "SELECT m.id, m.terms FROM memories m
-            WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms @> $10::text[]";
+        let two_rarest = format!(
+            "SELECT m.id, m.terms FROM memories m
+            WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) {indexed}
+              AND m.terms @> $10::text[]"
+        );
         if known.len() > 2 {
             format!(
                 "SELECT DISTINCT ON (id) id, terms FROM (
                    (SELECT m.id, m.terms FROM memories m
-                    WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms @> $3::text[])
+                    WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) {indexed}
+                      AND m.terms @> $3::text[])
                    UNION ALL ({two_rarest})
                    LIMIT {CANDIDATE_BUDGET}) AS t"
             )
@@ -175,7 +191,8 @@ pub async fn search(store: &Store, q: &KeywordQuery<'_>) -> Result<KeywordAnswer
         // The budget binds only for a lone term too common to score in full.
         format!(
             "SELECT m.id, m.terms FROM memories m
-             WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) AND m.terms && $10::text[]
+             WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) {indexed}
+               AND m.terms && $10::text[]
              LIMIT {CANDIDATE_BUDGET}"
         )
     };
@@ -205,4 +222,20 @@ pub async fn search(store: &Store, q: &KeywordQuery<'_>) -> Result<KeywordAnswer
         .fetch_all(&store.pool)
         .await?;
     Ok(KeywordAnswer { hits, scorer })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_predicate_names_the_indexed_statuses() {
+        for status in Status::INDEXED {
+            assert!(INDEXED_STATUSES.contains(&format!("'{}'", status.as_str())));
+        }
+        assert_eq!(
+            INDEXED_STATUSES.matches('\'').count(),
+            2 * Status::INDEXED.len()
+        );
+    }
 }

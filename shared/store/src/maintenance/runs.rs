@@ -84,8 +84,17 @@ impl Store {
 
     /// A connection of its own for a run's steps (a dry run keeps one
     /// transaction open on it for the whole run).
+    ///
+    /// Its commits do not wait for the WAL to reach the disk (a run commits
+    /// hundreds of chunks): a chunk lost in a crash is one the resumed run
+    /// does again, as the chunk's counts go with it, and an export is synced
+    /// before the chunk that deletes what it holds commits.
     pub async fn dedicated_connection(&self) -> Result<PgConnection, StoreError> {
-        Ok(PgConnection::connect_with(&self.pool.connect_options()).await?)
+        let mut conn = PgConnection::connect_with(&self.pool.connect_options()).await?;
+        sqlx::query("SET synchronous_commit = off")
+            .execute(&mut conn)
+            .await?;
+        Ok(conn)
     }
 
     /// Records a run as started. `false` when its schedule slot already has a

@@ -9,7 +9,9 @@ use uuid::Uuid;
 
 use crate::{StoreError, maintenance::ACTOR};
 
-/// Writes one audit event per memory of a run.
+/// Writes one audit event per memory of a run, naming each memory's user
+/// (read here in one join, so the events' trigger looks up none; a memory
+/// already deleted names none).
 pub(crate) async fn add_events(
     conn: &mut PgConnection,
     run: Uuid,
@@ -28,9 +30,10 @@ pub(crate) async fn add_events(
         details.push(detail);
     }
     sqlx::query(
-        "INSERT INTO memory_events (memory_id, tenant, event, actor, run_id, detail)
-         SELECT id, tenant, $4, $5, $6, detail
-         FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) AS e(id, tenant, detail)",
+        "INSERT INTO memory_events (memory_id, tenant, user_id, event, actor, run_id, detail)
+         SELECT e.id, e.tenant, m.user_id, $4, $5, $6, e.detail
+         FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) AS e(id, tenant, detail)
+         LEFT JOIN memories m ON m.id = e.id",
     )
     .bind(ids)
     .bind(tenants)
@@ -128,18 +131,24 @@ pub async fn apply_archive(
     .bind(as_of)
     .execute(&mut *conn)
     .await?;
-    let moved: Vec<(Uuid, Vec<String>)> = sqlx::query_as(
-        "WITH moved AS (
+    // Only memories folded into another move their provenance.
+    let folding = rows.iter().any(|r| r.into.is_some());
+    let moved: Vec<(Uuid, Vec<String>)> = if !folding {
+        Vec::new()
+    } else {
+        sqlx::query_as(
+            "WITH moved AS (
             UPDATE memory_sources s SET memory_id = u.into_id
             FROM unnest($1::uuid[], $2::uuid[]) AS u(id, into_id)
             WHERE s.memory_id = u.id AND u.into_id IS NOT NULL
             RETURNING u.id, s.fact_id)
          SELECT id, array_agg(fact_id ORDER BY fact_id) FROM moved GROUP BY id",
-    )
-    .bind(&ids)
-    .bind(&into)
-    .fetch_all(&mut *conn)
-    .await?;
+        )
+        .bind(&ids)
+        .bind(&into)
+        .fetch_all(&mut *conn)
+        .await?
+    };
     let mut moved: std::collections::HashMap<Uuid, Vec<String>> = moved.into_iter().collect();
     let events = rows
         .iter()
@@ -288,13 +297,15 @@ pub async fn apply_purge(
     .bind(run)
     .execute(&mut *conn)
     .await?;
-    sqlx::query("DELETE FROM memories WHERE id = ANY($1)")
-        .bind(&ids)
-        .execute(&mut *conn)
-        .await?;
+    // The events first, while the rows can still name their users.
     let events = rows
         .iter()
         .map(|(id, tenant)| (*id, tenant.clone(), json!({"export": export})))
         .collect();
-    add_events(conn, run, "purge", events).await
+    add_events(&mut *conn, run, "purge", events).await?;
+    sqlx::query("DELETE FROM memories WHERE id = ANY($1)")
+        .bind(&ids)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }
