@@ -78,17 +78,29 @@ pub async fn apply_decay(
     .bind(as_of)
     .execute(&mut *conn)
     .await?;
-    let events = rows
-        .iter()
-        .map(|r| {
-            let detail = json!({
-                "before": {"importance": r.before_importance, "decayed_at": r.before_decayed_at},
-                "after": {"importance": r.importance, "decayed_at": as_of},
-            });
-            (r.id, r.tenant.clone(), detail)
-        })
-        .collect();
-    add_events(conn, run, "decay", events).await
+    // The events' details are built by Postgres from the columns: the
+    // decay of a million memories writes a million of them.
+    let before: Vec<f32> = rows.iter().map(|r| r.before_importance).collect();
+    let before_at: Vec<Option<DateTime<Utc>>> = rows.iter().map(|r| r.before_decayed_at).collect();
+    sqlx::query(
+        "INSERT INTO memory_events (memory_id, tenant, user_id, event, actor, run_id, detail)
+         SELECT m.id, m.tenant, m.user_id, 'decay', $5, $6, jsonb_build_object(
+                    'before', jsonb_build_object('importance', u.before, 'decayed_at', u.before_at),
+                    'after', jsonb_build_object('importance', u.importance, 'decayed_at', $3::timestamptz))
+         FROM unnest($1::uuid[], $2::real[], $4::real[], $7::timestamptz[])
+              AS u(id, importance, before, before_at)
+         JOIN memories m ON m.id = u.id",
+    )
+    .bind(&ids)
+    .bind(&importance)
+    .bind(as_of)
+    .bind(&before)
+    .bind(ACTOR)
+    .bind(run)
+    .bind(&before_at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// A memory moved to `archived` (by the archive step, or folded into another).
@@ -150,23 +162,46 @@ pub async fn apply_archive(
         .await?
     };
     let mut moved: std::collections::HashMap<Uuid, Vec<String>> = moved.into_iter().collect();
-    let events = rows
+    // The details are built by Postgres from the columns (an archive step
+    // writes hundreds of thousands); a folded memory's add where it went.
+    let folded: Vec<Option<Value>> = rows
         .iter()
         .map(|r| {
-            let mut detail = json!({
-                "before": {"status": r.before_status, "archived_at": r.before_archived_at,
-                           "updated_at": r.before_updated_at, "status_at": r.before_status_at},
-                "after": {"status": "archived", "archived_at": as_of},
-            });
-            if let Some(into) = r.into {
-                detail["role"] = json!("folded");
-                detail["into"] = json!(into);
-                detail["fact_ids"] = json!(moved.remove(&r.id).unwrap_or_default());
-            }
-            (r.id, r.tenant.clone(), detail)
+            r.into.map(|into| {
+                json!({"role": "folded", "into": into,
+                       "fact_ids": moved.remove(&r.id).unwrap_or_default()})
+            })
         })
         .collect();
-    add_events(conn, run, event, events).await
+    let status: Vec<&str> = rows.iter().map(|r| r.before_status.as_str()).collect();
+    let archived_at: Vec<Option<DateTime<Utc>>> =
+        rows.iter().map(|r| r.before_archived_at).collect();
+    let updated_at: Vec<DateTime<Utc>> = rows.iter().map(|r| r.before_updated_at).collect();
+    let status_at: Vec<Option<DateTime<Utc>>> = rows.iter().map(|r| r.before_status_at).collect();
+    sqlx::query(
+        "INSERT INTO memory_events (memory_id, tenant, user_id, event, actor, run_id, detail)
+         SELECT m.id, m.tenant, m.user_id, $3, $4, $5, jsonb_build_object(
+                    'before', jsonb_build_object('status', u.status, 'archived_at', u.archived_at,
+                                                 'updated_at', u.updated_at, 'status_at', u.status_at),
+                    'after', jsonb_build_object('status', 'archived', 'archived_at', $6::timestamptz))
+                || coalesce(u.folded, '{}'::jsonb)
+         FROM unnest($1::uuid[], $2::jsonb[], $7::text[], $8::timestamptz[], $9::timestamptz[],
+                     $10::timestamptz[]) AS u(id, folded, status, archived_at, updated_at, status_at)
+         JOIN memories m ON m.id = u.id",
+    )
+    .bind(&ids)
+    .bind(&folded)
+    .bind(event)
+    .bind(ACTOR)
+    .bind(run)
+    .bind(as_of)
+    .bind(&status)
+    .bind(&archived_at)
+    .bind(&updated_at)
+    .bind(&status_at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// What a merge does to the memory that survives it.
