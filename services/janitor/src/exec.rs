@@ -43,6 +43,19 @@ pub(crate) struct Exec<'a> {
     pub(crate) reader: Option<PgConnection>,
 }
 
+/// A memory archived where it is (not folded into another).
+pub(crate) fn archived(r: &steps::StateRow) -> Archive {
+    Archive {
+        id: r.id,
+        tenant: r.tenant.clone(),
+        into: None,
+        before_status: r.status,
+        before_archived_at: r.archived_at,
+        before_updated_at: r.updated_at,
+        before_status_at: r.status_at,
+    }
+}
+
 pub(crate) fn state(r: &steps::StateRow) -> MemoryState<'_> {
     MemoryState {
         fact_type: r.fact_type,
@@ -311,15 +324,7 @@ impl Exec<'_> {
                     .filter(|r| {
                         policy::archives(self.policy(), &state(r), r.importance, self.as_of)
                     })
-                    .map(|r| Archive {
-                        id: r.id,
-                        tenant: r.tenant.clone(),
-                        into: None,
-                        before_status: r.status,
-                        before_archived_at: r.archived_at,
-                        before_updated_at: r.updated_at,
-                        before_status_at: r.status_at,
-                    })
+                    .map(archived)
                     .collect::<Vec<_>>()
             });
             let head = batches.next().unwrap_or_default();

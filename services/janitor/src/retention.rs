@@ -13,7 +13,7 @@ use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
 
 use crate::{
-    exec::{Exec, state},
+    exec::{Exec, archived, state},
     policy,
     request::JanitorError,
 };
@@ -29,15 +29,7 @@ impl Exec<'_> {
             let archived: Vec<Archive> = page
                 .iter()
                 .filter(|r| policy::review_ends(self.policy(), &state(r), self.as_of))
-                .map(|r| Archive {
-                    id: r.id,
-                    tenant: r.tenant.clone(),
-                    into: None,
-                    before_status: r.status,
-                    before_archived_at: r.archived_at,
-                    before_updated_at: r.updated_at,
-                    before_status_at: r.status_at,
-                })
+                .map(archived)
                 .collect();
             if archived.is_empty() {
                 return Ok(());

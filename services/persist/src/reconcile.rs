@@ -135,15 +135,15 @@ pub async fn remove_erased(
     limit: i64,
 ) -> Result<usize, ReconcileError> {
     let points = store.pending_points(limit).await?;
-    delete_points(
-        index,
-        ns,
-        points.iter().map(|p| {
-            let model = model_of(&p.embedding_model, &p.embedding_version, p.dimension);
-            (model, p.point)
-        }),
-    )
-    .await?;
+    let located = points.iter().map(|p| {
+        (
+            p.embedding_model.as_str(),
+            p.embedding_version.as_str(),
+            p.dimension,
+            p.point,
+        )
+    });
+    delete_points(index, ns, located).await?;
     store.points_removed(&points).await?;
     Ok(points.len())
 }
@@ -157,26 +157,32 @@ pub async fn remove_purged(
     limit: i64,
 ) -> Result<usize, ReconcileError> {
     let points = store.purged_points(limit).await?;
-    delete_points(
-        index,
-        ns,
-        points.iter().map(|p| {
-            let model = model_of(&p.embedding_model, &p.embedding_version, p.dimension);
-            (model, p.point)
-        }),
-    )
-    .await?;
+    let located = points.iter().map(|p| {
+        (
+            p.embedding_model.as_str(),
+            p.embedding_version.as_str(),
+            p.dimension,
+            p.point,
+        )
+    });
+    delete_points(index, ns, located).await?;
     store.purged_points_removed(&points).await?;
     Ok(points.len())
 }
 
-async fn delete_points(
+/// Deletes points given by (model name, version, dimension, id).
+async fn delete_points<'a>(
     index: &dyn VectorIndex,
     ns: &Namespace,
-    points: impl Iterator<Item = (ModelId, Uuid)>,
+    points: impl Iterator<Item = (&'a str, &'a str, i32, Uuid)>,
 ) -> Result<(), ReconcileError> {
     let mut by_collection: HashMap<Collection, Vec<Uuid>> = HashMap::new();
-    for (model, point) in points {
+    for (name, version, dimension, point) in points {
+        let model = ModelId {
+            name: name.to_string(),
+            version: version.to_string(),
+            dimension: dimension.max(0) as usize,
+        };
         by_collection
             .entry(Collection::for_model(ns, &model))
             .or_default()
@@ -187,14 +193,6 @@ async fn delete_points(
         index.delete(&collection, ids).await?;
     }
     Ok(())
-}
-
-fn model_of(name: &str, version: &str, dimension: i32) -> ModelId {
-    ModelId {
-        name: name.to_string(),
-        version: version.to_string(),
-        dimension: dimension.max(0) as usize,
-    }
 }
 
 /// Runs [`catch_up`] every `every` until `shutdown` fires, removes the points
