@@ -82,7 +82,7 @@ pub const METRICS: &[Metric] = &[
     metric("hindsight_working_write_log_failures_total", Counter, &["record"], "Working-memory writes whose write-log record was lost."),
     metric("hindsight_janitor_run_seconds", Histogram, &["dry_run", "status"], "Duration of one maintenance run."),
     metric("hindsight_janitor_runs_total", Counter, &["dry_run", "status"], "Maintenance runs, by status (finished, failed)."),
-    metric("hindsight_janitor_changes_total", Counter, &["step"], "Memories a real maintenance run changed, by step (reinstated, split, decayed, merged, archived, consolidated, summaries, purged)."),
+    metric("hindsight_janitor_changes_total", Counter, &["step"], "Memories (and turns of the archive) a real maintenance run changed, by step (reinstated, split, decayed, merged, archived, reviewed, consolidated, summaries, purged, turns_emptied, turns_purged)."),
     metric("hindsight_erasures_total", Counter, &["outcome"], "Erases of a user, by outcome (finished; stopped: left running, to resume)."),
     metric("hindsight_erased_total", Counter, &["what"], "What finished erases removed: memories, sources, events, turns, keyword_stats, contexts, index_points, working_keys, export_rows, stream_messages."),
     metric("hindsight_janitor_last_run_timestamp_seconds", Gauge, &[], "When the last real maintenance run finished (polled by the gateway)."),

@@ -20,9 +20,12 @@ pub fn run_finished(report: &RunReport) {
             ("decayed", c.decayed),
             ("merged", c.merged),
             ("archived", c.archived),
+            ("reviewed", c.reviewed),
             ("consolidated", c.consolidated),
             ("summaries", c.summaries),
             ("purged", c.purged),
+            ("turns_emptied", c.turns_emptied),
+            ("turns_purged", c.turns_purged),
         ],
     }
     .emit();
