@@ -196,8 +196,10 @@ async fn delete_points<'a>(
 }
 
 /// Runs [`catch_up`] every `every` until `shutdown` fires, removes the points
-/// of erased users ([`remove_erased`]) and of purged memories ([`remove_purged`]), and rewrites the search terms of
-/// memories an older version wrote ([`Store::upgrade_terms`]).
+/// of erased users ([`remove_erased`]) and of purged memories
+/// ([`remove_purged`]), rewrites the search terms of memories an older version
+/// wrote ([`Store::upgrade_terms`]), and keeps the planner's statistics fresh
+/// where autovacuum is off ([`Store::refresh_statistics`]).
 pub async fn run(
     store: Store,
     index: std::sync::Arc<dyn VectorIndex>,
@@ -256,6 +258,15 @@ pub async fn run(
             if shutdown.is_cancelled() {
                 return;
             }
+        }
+        // The planner's statistics, when the server's autovacuum leaves them
+        // stale: dedupe's plans depend on them (see hindsight_store::planner).
+        match store.refresh_statistics().await {
+            Ok(tables) if !tables.is_empty() => {
+                tracing::debug!(?tables, "analyzed tables autovacuum left stale")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "could not refresh the planner's statistics"),
         }
         // Every few minutes, fold new points (the writers' and ours) into
         // indexed segments; an unchanged collection costs next to nothing.

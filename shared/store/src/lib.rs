@@ -7,6 +7,7 @@ pub mod erase;
 pub mod maintenance;
 pub mod memories;
 pub mod observe;
+pub mod planner;
 pub mod row;
 pub mod tenants;
 pub mod turns;

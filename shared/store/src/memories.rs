@@ -166,9 +166,36 @@ pub async fn candidates(
         .await?)
 }
 
+/// How many of a user's memories [`lexical_candidates`] ranks at most per
+/// fact: those holding the fact's rarest terms (a near-duplicate holds them).
+/// Ranking every memory that shares any term (a name most of them hold) cost
+/// a scan of the user's rows per fact, growing with the user.
+pub const LEXICAL_BUDGET: i64 = 200;
+
+/// The rarest of `terms` (by the user's document frequency) while their
+/// frequencies add up to at most `budget`, and always the rarest one; terms
+/// the user has no memory with are left out. Ties go in the order given.
+pub fn rarest_terms(mut known: Vec<(String, i64)>, budget: i64) -> Vec<String> {
+    known.retain(|(_, df)| *df > 0);
+    known.sort_by_key(|(_, df)| *df);
+    let mut spent = 0;
+    known
+        .into_iter()
+        .take_while(|(_, df)| {
+            let first = spent == 0;
+            spent += df;
+            first || spent <= budget
+        })
+        .map(|(t, _)| t)
+        .collect()
+}
+
 /// Active memories of a user (under one model) sharing the most search terms
 /// with `terms`, at most `limit`: the candidates for a fact whose script the
-/// embedder does not read, where its nearest vectors say little.
+/// embedder does not read, where its nearest vectors say little. Only
+/// memories holding the fact's rarest terms are ranked, at most
+/// [`LEXICAL_BUDGET`] of them, so a fact costs the same however many
+/// memories its user has.
 pub async fn lexical_candidates(
     tx: &mut Tx<'_>,
     tenant: &str,
@@ -181,12 +208,29 @@ pub async fn lexical_candidates(
     if terms.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
+    let known: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT term, df FROM memory_terms WHERE tenant = $1 AND user_id = $2 AND term = ANY($3)",
+    )
+    .bind(tenant)
+    .bind(user_id)
+    .bind(terms)
+    .fetch_all(&mut **tx)
+    .await?;
+    // In the order asked, so that terms of equal frequency are chosen alike every time.
+    let mut known = known;
+    known.sort_by_key(|(t, _)| terms.iter().position(|q| q == t));
+    let rare = rarest_terms(known, LEXICAL_BUDGET);
+    if rare.is_empty() {
+        return Ok(Vec::new());
+    }
     let sql = format!(
-        "SELECT {CANDIDATE_COLUMNS} FROM memories
-         WHERE tenant = $1 AND user_id = $2 AND embedding_model = $3 AND embedding_version = $4
-           AND status = 'active' AND embedding IS NOT NULL AND terms && $5
-         ORDER BY cardinality(ARRAY(SELECT unnest(terms) INTERSECT SELECT unnest($5::text[]))) DESC,
-                  created_at DESC
+        "SELECT {CANDIDATE_COLUMNS} FROM (
+           SELECT {CANDIDATE_COLUMNS}, terms, created_at FROM memories
+           WHERE tenant = $1 AND user_id = $2 AND embedding_model = $3 AND embedding_version = $4
+             AND status = 'active' AND embedding IS NOT NULL AND terms && $7
+           LIMIT {LEXICAL_BUDGET}) AS c
+         ORDER BY cardinality(ARRAY(SELECT unnest(c.terms) INTERSECT SELECT unnest($5::text[]))) DESC,
+                  c.created_at DESC
          LIMIT $6"
     );
     Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -196,6 +240,7 @@ pub async fn lexical_candidates(
         .bind(version)
         .bind(terms)
         .bind(limit as i64)
+        .bind(&rare)
         .fetch_all(&mut **tx)
         .await?)
 }
@@ -467,5 +512,27 @@ impl Store {
         )
         .fetch_all(&self.pool)
         .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rarest_terms;
+
+    fn dfs(list: &[(&str, i64)]) -> Vec<(String, i64)> {
+        list.iter().map(|(t, d)| (t.to_string(), *d)).collect()
+    }
+
+    #[test]
+    fn the_rarest_terms_are_taken_within_the_budget() {
+        let known = dfs(&[("john", 900), ("ecology", 3), ("dune", 40), ("read", 120)]);
+        assert_eq!(rarest_terms(known, 200), ["ecology", "dune", "read"]);
+    }
+
+    #[test]
+    fn the_rarest_term_is_taken_even_over_the_budget() {
+        let known = dfs(&[("said", 1500), ("john", 900), ("gone", 0)]);
+        assert_eq!(rarest_terms(known, 200), ["john"]);
+        assert!(rarest_terms(Vec::new(), 200).is_empty());
     }
 }

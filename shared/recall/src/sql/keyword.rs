@@ -19,7 +19,7 @@
 use hindsight_core::{closed_set::names, memory::Status};
 use uuid::Uuid;
 
-use hindsight_store::{Store, StoreError};
+use hindsight_store::{Store, StoreError, memories};
 use hindsight_text::terms;
 
 /// How many memories the channel scores at most (see the module doc).
@@ -150,16 +150,7 @@ pub async fn search(store: &Store, q: &KeywordQuery<'_>) -> Result<KeywordAnswer
     let candidates: Vec<String> = if intersect {
         vec![known[0].0.clone(), known[1].0.clone()]
     } else {
-        let mut budget = 0;
-        known
-            .iter()
-            .take_while(|(_, df)| {
-                let first = budget == 0;
-                budget += df;
-                first || budget <= CANDIDATE_BUDGET
-            })
-            .map(|(t, _)| t.clone())
-            .collect()
+        memories::rarest_terms(known.clone(), CANDIDATE_BUDGET)
     };
     // The terms index holds only memories of the indexed statuses (the
     // janitor archives without rewriting it): saying so lets every plan use
