@@ -18,6 +18,16 @@ pub struct Draft {
     pub valid_until: Option<DateTime<Utc>>,
 }
 
+/// A fact's end of validity, if it ends after the fact occurred: an end before
+/// that bounds something else the text dates (or nothing), and a fact gets no
+/// end rather than one before it began.
+pub fn validity(
+    occurred_at: Option<DateTime<Utc>>,
+    valid_until: Option<DateTime<Utc>>,
+) -> Option<DateTime<Utc>> {
+    valid_until.filter(|until| occurred_at.is_none_or(|from| from < *until))
+}
+
 /// Gives drafts their deterministic ids (turn + position) and the turn's context.
 /// Confidence is the source's trust, scaled by the extractor's own certainty.
 pub fn finish(kept: &KeptTurn, drafts: Vec<Draft>, extractor: &ExtractedBy) -> Vec<Fact> {

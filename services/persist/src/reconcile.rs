@@ -6,7 +6,7 @@ use std::{collections::HashMap, time::Duration};
 
 use hindsight_core::{Namespace, embedding::ModelId, memory::Status};
 use hindsight_index::{Collection, IndexError, Payload, Point, VectorIndex};
-use hindsight_store::{Store, StoreError, memories::Indexable};
+use hindsight_store::{Store, StoreError, memories::Indexable, row::IndexPoint};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -135,15 +135,7 @@ pub async fn remove_erased(
     limit: i64,
 ) -> Result<usize, ReconcileError> {
     let points = store.pending_points(limit).await?;
-    let located = points.iter().map(|p| {
-        (
-            p.embedding_model.as_str(),
-            p.embedding_version.as_str(),
-            p.dimension,
-            p.point,
-        )
-    });
-    delete_points(index, ns, located).await?;
+    delete_points(index, ns, points.iter().map(|p| &p.at)).await?;
     store.points_removed(&points).await?;
     Ok(points.len())
 }
@@ -157,36 +149,28 @@ pub async fn remove_purged(
     limit: i64,
 ) -> Result<usize, ReconcileError> {
     let points = store.purged_points(limit).await?;
-    let located = points.iter().map(|p| {
-        (
-            p.embedding_model.as_str(),
-            p.embedding_version.as_str(),
-            p.dimension,
-            p.point,
-        )
-    });
-    delete_points(index, ns, located).await?;
+    delete_points(index, ns, points.iter().map(|p| &p.at)).await?;
     store.purged_points_removed(&points).await?;
     Ok(points.len())
 }
 
-/// Deletes points given by (model name, version, dimension, id).
+/// Deletes points from their models' collections.
 async fn delete_points<'a>(
     index: &dyn VectorIndex,
     ns: &Namespace,
-    points: impl Iterator<Item = (&'a str, &'a str, i32, Uuid)>,
+    points: impl Iterator<Item = &'a IndexPoint>,
 ) -> Result<(), ReconcileError> {
     let mut by_collection: HashMap<Collection, Vec<Uuid>> = HashMap::new();
-    for (name, version, dimension, point) in points {
+    for p in points {
         let model = ModelId {
-            name: name.to_string(),
-            version: version.to_string(),
-            dimension: dimension.max(0) as usize,
+            name: p.embedding_model.clone(),
+            version: p.embedding_version.clone(),
+            dimension: p.dimension.max(0) as usize,
         };
         by_collection
             .entry(Collection::for_model(ns, &model))
             .or_default()
-            .push(point);
+            .push(p.point);
     }
     for (collection, ids) in by_collection {
         index.ensure(&collection).await?;
@@ -209,39 +193,25 @@ pub async fn run(
 ) {
     let mut last_optimize = tokio::time::Instant::now();
     loop {
-        loop {
-            match catch_up(&store, index.as_ref(), &ns, 500).await {
-                Ok(n) if n > 0 => {
-                    tracing::info!(memories = n, "reconciler indexed pending memories")
-                }
-                Ok(_) => break,
-                Err(e) => {
-                    tracing::debug!(error = %e, "reconciler: index still unavailable");
-                    break;
-                }
-            }
+        while let Some(n) = progress(
+            catch_up(&store, index.as_ref(), &ns, 500).await,
+            "index still unavailable",
+        ) {
+            tracing::info!(memories = n, "reconciler indexed pending memories");
         }
         // Points of erased users go after the catch-up, so that a point the
         // catch-up wrote from a row read just before the erase is removed too.
-        loop {
-            match remove_erased(&store, index.as_ref(), &ns, 1_000).await {
-                Ok(n) if n > 0 => tracing::info!(points = n, "removed erased users' points"),
-                Ok(_) => break,
-                Err(e) => {
-                    tracing::debug!(error = %e, "reconciler: cannot remove erased points yet");
-                    break;
-                }
-            }
+        while let Some(n) = progress(
+            remove_erased(&store, index.as_ref(), &ns, 1_000).await,
+            "cannot remove erased points yet",
+        ) {
+            tracing::info!(points = n, "removed erased users' points");
         }
-        loop {
-            match remove_purged(&store, index.as_ref(), &ns, 1_000).await {
-                Ok(n) if n > 0 => tracing::info!(points = n, "removed purged memories' points"),
-                Ok(_) => break,
-                Err(e) => {
-                    tracing::debug!(error = %e, "reconciler: cannot remove purged points yet");
-                    break;
-                }
-            }
+        while let Some(n) = progress(
+            remove_purged(&store, index.as_ref(), &ns, 1_000).await,
+            "cannot remove purged points yet",
+        ) {
+            tracing::info!(points = n, "removed purged memories' points");
         }
         // Search terms written by an older version of hindsight are rewritten
         // here, once, after an upgrade (the keyword channel finds those rows
@@ -277,6 +247,19 @@ pub async fn run(
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+/// How many a pass removed, or `None` when it removed none or failed (the
+/// index may still be unavailable: the next loop tries again).
+fn progress(pass: Result<usize, ReconcileError>, failed: &str) -> Option<usize> {
+    match pass {
+        Ok(n) if n > 0 => Some(n),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::debug!(error = %e, "reconciler: {failed}");
+            None
         }
     }
 }

@@ -65,3 +65,13 @@ pub const MEMORY_ROW_COLUMNS: &str = "m.id, m.user_id, m.session_id, m.kind, m.f
     m.importance, m.confidence, m.source_trust, m.source, m.flags, m.inferred, m.status, m.pinned, m.superseded_by, m.occurred_at, m.valid_from, m.expires_at, m.created_at,
     m.updated_at, m.last_accessed_at, m.access_count, m.context,
     coalesce((SELECT array_agg(s.turn_id ORDER BY s.added_at, s.turn_id) FROM memory_sources s WHERE s.memory_id = m.id), '{}') AS provenance";
+
+/// A memory's point in the index: its model (which names its collection) and
+/// id; what an erase or a purge leaves for the reconciler to remove.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, sqlx::FromRow)]
+pub struct IndexPoint {
+    pub embedding_model: String,
+    pub embedding_version: String,
+    pub dimension: i32,
+    pub point: Uuid,
+}

@@ -141,6 +141,7 @@ fn draft(item: &Value) -> Option<Draft> {
             .collect(),
         _ => Vec::new(),
     };
+    let occurred_at = obj.get("occurred_at").and_then(time);
     Some(Draft {
         content,
         fact_type,
@@ -150,8 +151,8 @@ fn draft(item: &Value) -> Option<Draft> {
             .and_then(score)
             .unwrap_or_else(|| default_importance(fact_type)),
         confidence: obj.get("confidence").and_then(score),
-        occurred_at: obj.get("occurred_at").and_then(time),
-        valid_until: obj.get("valid_until").and_then(time),
+        occurred_at,
+        valid_until: crate::draft::validity(occurred_at, obj.get("valid_until").and_then(time)),
     })
 }
 
@@ -223,6 +224,18 @@ mod tests {
         assert_eq!(facts.len(), 1);
         assert_eq!(facts[0].fact_type, FactType::Constraint);
         assert_eq!(facts[0].importance, 0.9);
+    }
+
+    #[test]
+    fn an_end_before_the_occurrence_is_no_end() {
+        let facts = parse_reply(
+            r#"[{"content":"Li moved to Berlin","occurred_at":"2023-05-08","valid_until":"2023-01-01"},
+                {"content":"Li is in Tokyo","occurred_at":"2023-05-08","valid_until":"2023-05-12"}]"#,
+        )
+        .expect("parsed");
+        assert!(facts[0].occurred_at.is_some());
+        assert_eq!(facts[0].valid_until, None);
+        assert!(facts[1].valid_until > facts[1].occurred_at);
     }
 
     #[test]

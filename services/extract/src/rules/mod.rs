@@ -266,6 +266,7 @@ fn draft(kept: &KeptTurn, clause: &str, question: bool, emphasised: bool) -> Dra
         (None, Some(span), FactType::Plan) => span.end.succ_opt().map(dates::at_midnight),
         _ => None,
     };
+    let valid_until = crate::draft::validity(occurred_at, valid_until);
     Draft {
         content,
         fact_type,
@@ -389,6 +390,22 @@ mod tests {
         assert_eq!(zh[0].fact_type, FactType::Constraint);
         assert!(zh[0].importance >= 0.8);
         assert_eq!(zh[0].content, "小王对花生过敏");
+    }
+
+    #[test]
+    fn no_fact_ends_before_it_occurred() {
+        // Found by the fuzzer: "till" last year (去年), and an event "0 days ago".
+        let facts = extract(&kept(
+            "Liweek",
+            "till 30000000DDDDDDDDDDDDallergicDDDDusD10去年0 days ago, 99999999999 weeks ag00e ，\
+             s 00000000 days ago, 99990ays ago, 99999955555555555gago.",
+        ));
+        assert!(!facts.is_empty());
+        for f in &facts {
+            if let (Some(from), Some(until)) = (f.occurred_at, f.valid_until) {
+                assert!(from < until, "{f:?}");
+            }
+        }
     }
 
     #[test]

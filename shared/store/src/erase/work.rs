@@ -9,17 +9,15 @@ use std::collections::{BTreeMap, HashSet};
 use uuid::Uuid;
 
 use super::{TURNS_STREAM, add_counts};
-use crate::{Store, StoreError};
+use crate::{Store, StoreError, row::IndexPoint};
 use hindsight_core::erase::Counts;
 
-/// An index point still to remove: its model (which names its collection) and id.
+/// An index point an erase waits for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, sqlx::FromRow)]
 pub struct PendingPoint {
     pub erasure: Uuid,
-    pub embedding_model: String,
-    pub embedding_version: String,
-    pub dimension: i32,
-    pub point: Uuid,
+    #[sqlx(flatten)]
+    pub at: IndexPoint,
 }
 
 /// A stream message still to remove: its stream (relative to the namespace) and sequence.
@@ -57,7 +55,7 @@ impl Store {
         }
         let mut by_job: BTreeMap<Uuid, Vec<Uuid>> = BTreeMap::new();
         for p in points {
-            by_job.entry(p.erasure).or_default().push(p.point);
+            by_job.entry(p.erasure).or_default().push(p.at.point);
         }
         let mut tx = self.pool.begin().await?;
         for (job, ids) in by_job {

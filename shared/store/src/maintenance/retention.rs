@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::{Store, StoreError};
+use crate::{Store, StoreError, row::IndexPoint};
 
 /// The field that marks a turn's line in an export (memory lines have none).
 pub const RECORD: &str = "record";
@@ -214,10 +214,8 @@ impl Store {
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct PurgedPoint {
     pub run: Uuid,
-    pub embedding_model: String,
-    pub embedding_version: String,
-    pub dimension: i32,
-    pub point: Uuid,
+    #[sqlx(flatten)]
+    pub at: IndexPoint,
 }
 
 impl Store {
@@ -238,7 +236,7 @@ impl Store {
             return Ok(());
         }
         let runs: Vec<Uuid> = points.iter().map(|p| p.run).collect();
-        let ids: Vec<Uuid> = points.iter().map(|p| p.point).collect();
+        let ids: Vec<Uuid> = points.iter().map(|p| p.at.point).collect();
         sqlx::query(
             "DELETE FROM purged_points p USING unnest($1::uuid[], $2::uuid[]) AS k(run, point)
               WHERE p.run = k.run AND p.point = k.point",
