@@ -29,6 +29,18 @@ fn collection_of(ns: &Namespace, m: &Indexable) -> Collection {
     )
 }
 
+/// The collection of a model as Postgres stores it (name, version, dimension).
+fn collection_named(ns: &Namespace, name: String, version: String, dimension: i32) -> Collection {
+    Collection::for_model(
+        ns,
+        &ModelId {
+            name,
+            version,
+            dimension: dimension.max(0) as usize,
+        },
+    )
+}
+
 fn point(m: &Indexable) -> Point {
     Point {
         id: m.id,
@@ -162,13 +174,13 @@ async fn delete_points<'a>(
 ) -> Result<(), ReconcileError> {
     let mut by_collection: HashMap<Collection, Vec<Uuid>> = HashMap::new();
     for p in points {
-        let model = ModelId {
-            name: p.embedding_model.clone(),
-            version: p.embedding_version.clone(),
-            dimension: p.dimension.max(0) as usize,
-        };
         by_collection
-            .entry(Collection::for_model(ns, &model))
+            .entry(collection_named(
+                ns,
+                p.embedding_model.clone(),
+                p.embedding_version.clone(),
+                p.dimension,
+            ))
             .or_default()
             .push(p.point);
     }
@@ -277,14 +289,7 @@ pub async fn optimize_all(store: &Store, index: &dyn VectorIndex, ns: &Namespace
         }
     };
     for (name, version, dimension) in models {
-        let collection = Collection::for_model(
-            ns,
-            &ModelId {
-                name,
-                version,
-                dimension: dimension.max(0) as usize,
-            },
-        );
+        let collection = collection_named(ns, name, version, dimension);
         let started = std::time::Instant::now();
         match index.optimize(&collection).await {
             Ok(()) => {
@@ -305,14 +310,7 @@ pub async fn reindex(
     ns: &Namespace,
 ) -> Result<usize, ReconcileError> {
     for (name, version, dimension) in store.embedding_models().await? {
-        let collection = Collection::for_model(
-            ns,
-            &ModelId {
-                name,
-                version,
-                dimension: dimension.max(0) as usize,
-            },
-        );
+        let collection = collection_named(ns, name, version, dimension);
         index.ensure(&collection).await?;
         index.clear(&collection).await?;
     }
