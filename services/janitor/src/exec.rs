@@ -1,5 +1,5 @@
 //! The steps of a run, in chunks: repair ([`crate::repair`]), decay,
-//! merge, archive, review, consolidate, purge, turns (the last three and
+//! archive, merge, review, consolidate, purge, turns (the last three and
 //! review in [`crate::retention`]). What each step decides is plain logic ([`policy`],
 //! [`similarity`](crate::similarity), [`consolidate`]); here it is read,
 //! applied and counted.
@@ -86,12 +86,14 @@ impl Exec<'_> {
         let t = Instant::now();
         self.decay(conn).await?;
         self.step_done("decay", t);
-        let t = Instant::now();
-        self.merge(conn).await?;
-        self.step_done("merge", t);
+        // Archive before merge: what is archived is no longer compared (most
+        // idle memories are archived, and merge reads every active vector).
         let t = Instant::now();
         self.archive(conn).await?;
         self.step_done("archive", t);
+        let t = Instant::now();
+        self.merge(conn).await?;
+        self.step_done("merge", t);
         let t = Instant::now();
         self.review(conn).await?;
         self.step_done("review", t);

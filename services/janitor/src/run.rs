@@ -1,5 +1,5 @@
-//! One maintenance run: repair, decay, merge, archive, consolidate, purge, in that
-//! order, over every tenant (or one).
+//! One maintenance run: repair, decay, archive, merge, review, consolidate,
+//! purge, turns, in that order, over every tenant (or one).
 //!
 //! Exactly one run executes at a time (the Postgres advisory lock of
 //! [`Store::try_lock_janitor`]). A real run commits in chunks, each chunk's

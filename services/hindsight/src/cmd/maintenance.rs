@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Run repair, decay, merge, archive, consolidate and purge now (every tenant, or one).
+    /// Run repair, decay, archive, merge, review, consolidate, purge and turns now (every tenant, or one).
     Run {
         /// Report what a run would change, and change nothing.
         #[arg(long)]

@@ -25,10 +25,6 @@ use hindsight_text::terms;
 /// How many memories the channel scores at most (see the module doc).
 pub const CANDIDATE_BUDGET: i64 = 2_000;
 
-/// The predicate of the terms index (migration 0013), as a clause: the
-/// statuses of [`Status::INDEXED`].
-const INDEXED_STATUSES: &str = "AND m.status IN ('active', 'quarantined', 'superseded')";
-
 /// BM25's usual constants.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -152,14 +148,7 @@ pub async fn search(store: &Store, q: &KeywordQuery<'_>) -> Result<KeywordAnswer
     } else {
         memories::rarest_terms(known.clone(), CANDIDATE_BUDGET)
     };
-    // The terms index holds only memories of the indexed statuses (the
-    // janitor archives without rewriting it): saying so lets every plan use
-    // it. A recall that includes archived memories reads the user's rows.
-    let indexed = if q.statuses.iter().all(|s| Status::INDEXED.contains(s)) {
-        INDEXED_STATUSES
-    } else {
-        ""
-    };
+    let indexed = super::indexed_clause(q.statuses);
     let candidate_rows = if intersect {
         let two_rarest = format!(
             "SELECT m.id, m.terms FROM memories m
@@ -213,20 +202,4 @@ pub async fn search(store: &Store, q: &KeywordQuery<'_>) -> Result<KeywordAnswer
         .fetch_all(&store.pool)
         .await?;
     Ok(KeywordAnswer { hits, scorer })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_index_predicate_names_the_indexed_statuses() {
-        for status in Status::INDEXED {
-            assert!(INDEXED_STATUSES.contains(&format!("'{}'", status.as_str())));
-        }
-        assert_eq!(
-            INDEXED_STATUSES.matches('\'').count(),
-            2 * Status::INDEXED.len()
-        );
-    }
 }

@@ -163,13 +163,15 @@ pub async fn entity_channel(
     if entities.is_empty() || limit == 0 {
         return Ok(EntityAnswer::default());
     }
-    let counts: Vec<(String, i64)> = sqlx::query_as(
+    let indexed = super::indexed_clause(statuses);
+    let counts: Vec<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT e, (SELECT count(*) FROM (
                 SELECT 1 FROM memories m
-                WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($3) AND m.entities @> ARRAY[e]
+                WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($3) {indexed}
+                  AND m.entities @> ARRAY[e]
                 LIMIT $5) x)
-         FROM unnest($4::text[]) AS e",
-    )
+         FROM unnest($4::text[]) AS e"
+    )))
     .bind(tenant)
     .bind(user_id)
     .bind(names(statuses))
@@ -185,13 +187,14 @@ pub async fn entity_channel(
     if selective.is_empty() {
         return Ok(EntityAnswer::default());
     }
-    let ids = sqlx::query_scalar(
+    let ids = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT m.id FROM memories m
-         WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($3) AND m.entities && $4::text[]
+         WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($3) {indexed}
+           AND m.entities && $4::text[]
          ORDER BY (SELECT count(*) FROM unnest(m.entities) AS x WHERE x = ANY($4)) DESC,
                   m.importance DESC, m.id
-         LIMIT $5",
-    )
+         LIMIT $5"
+    )))
     .bind(tenant)
     .bind(user_id)
     .bind(names(statuses))
