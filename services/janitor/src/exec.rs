@@ -1,5 +1,5 @@
-//! The steps of a run, in chunks: repair ([`crate::repair`]), decay,
-//! archive, merge, review, consolidate, purge, turns (the last three and
+//! The steps of a run, in chunks: repair ([`crate::repair`]), decay and
+//! archive (one pass), merge, review, consolidate, purge, turns (the last three and
 //! review in [`crate::retention`]). What each step decides is plain logic ([`policy`],
 //! [`similarity`](crate::similarity), [`consolidate`]); here it is read,
 //! applied and counted.
@@ -43,6 +43,13 @@ pub(crate) struct Exec<'a> {
     pub(crate) reader: Option<PgConnection>,
 }
 
+/// What decay and archive change in one batch.
+#[derive(Debug, Default)]
+struct Changes {
+    decays: Vec<Decay>,
+    archives: Vec<Archive>,
+}
+
 /// A memory archived where it is (not folded into another).
 pub(crate) fn archived(r: &steps::StateRow) -> Archive {
     Archive {
@@ -53,6 +60,7 @@ pub(crate) fn archived(r: &steps::StateRow) -> Archive {
         before_archived_at: r.archived_at,
         before_updated_at: r.updated_at,
         before_status_at: r.status_at,
+        importance: None,
     }
 }
 
@@ -83,14 +91,12 @@ impl Exec<'_> {
         let t = Instant::now();
         self.repair(conn).await?;
         self.step_done("repair", t);
-        let t = Instant::now();
-        self.decay(conn).await?;
-        self.step_done("decay", t);
-        // Archive before merge: what is archived is no longer compared (most
+        // Decay and archive in one pass (a memory archived is rewritten
+        // once), before merge: what is archived is no longer compared (most
         // idle memories are archived, and merge reads every active vector).
         let t = Instant::now();
-        self.archive(conn).await?;
-        self.step_done("archive", t);
+        self.decay_and_archive(conn).await?;
+        self.step_done("decay_archive", t);
         let t = Instant::now();
         self.merge(conn).await?;
         self.step_done("merge", t);
@@ -129,55 +135,50 @@ impl Exec<'_> {
         Ok(())
     }
 
-    async fn decay(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
+    async fn decay_and_archive(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
         let mut reader = self.reader.take();
-        let result = self.decay_pages(conn, reader.as_mut()).await;
+        let result = self.decay_archive_pages(conn, reader.as_mut()).await;
         self.reader = reader;
         result
     }
 
-    async fn decay_pages(
+    async fn decay_archive_pages(
         &mut self,
         conn: &mut PgConnection,
         mut reader: Option<&mut PgConnection>,
     ) -> Result<(), JanitorError> {
         let stale_before = self.as_of - self.policy().decay_after;
+        let idle_before = self.as_of - self.policy().archive_idle;
         let (tenant, chunk) = (self.tenant.clone(), self.janitor.chunk);
         let read = async |c: &mut PgConnection, from: Position| {
-            steps::decay_candidates(c, tenant.as_deref(), stale_before, from, chunk).await
+            steps::decay_archive_candidates(
+                c,
+                tenant.as_deref(),
+                stale_before,
+                idle_before,
+                from,
+                chunk,
+            )
+            .await
         };
         let first = Position::default();
         let mut current = Some(read(reader.as_deref_mut().unwrap_or(conn), first).await?);
         while let Some(stretch) = current.take() {
-            let mut batches = stretch.batches.iter().map(|page| {
-                page.iter()
-                    .filter_map(|r| {
-                        let importance =
-                            policy::decayed_importance(self.policy(), &state(r), self.as_of);
-                        (importance != r.importance).then(|| Decay {
-                            id: r.id,
-                            tenant: r.tenant.clone(),
-                            importance,
-                            before_importance: r.importance,
-                            before_decayed_at: r.decayed_at,
-                        })
-                    })
-                    .collect::<Vec<_>>()
-            });
+            let mut batches = stretch.batches.iter().map(|page| self.decide(page));
             let head = batches.next().unwrap_or_default();
-            let rest: Vec<Vec<Decay>> = batches.collect();
+            let rest: Vec<Changes> = batches.collect();
             // The next stretch is read while the first batch of this one is written.
             match (stretch.next, reader.as_deref_mut()) {
                 (Some(from), Some(r)) => {
                     let (next, applied) =
-                        tokio::join!(read(r, from), self.apply_decays(conn, &head));
+                        tokio::join!(read(r, from), self.apply_changes(conn, &head));
                     applied?;
                     current = Some(next?);
                 }
-                _ => self.apply_decays(conn, &head).await?,
+                _ => self.apply_changes(conn, &head).await?,
             }
             for batch in &rest {
-                self.apply_decays(conn, batch).await?;
+                self.apply_changes(conn, batch).await?;
             }
             if let (Some(from), None) = (stretch.next, &current) {
                 current = Some(read(conn, from).await?);
@@ -186,18 +187,53 @@ impl Exec<'_> {
         Ok(())
     }
 
-    async fn apply_decays(
+    /// What decay and archive do to a batch: the archive judges the
+    /// importance decay leaves.
+    fn decide(&self, page: &[steps::StateRow]) -> Changes {
+        let (policy, as_of) = (self.policy(), self.as_of);
+        let mut changes = Changes::default();
+        for r in page {
+            let importance = policy::decayed_importance(policy, &state(r), as_of);
+            let decay = (importance != r.importance).then(|| Decay {
+                id: r.id,
+                tenant: r.tenant.clone(),
+                importance,
+                before_importance: r.importance,
+                before_decayed_at: r.decayed_at,
+            });
+            if policy::archives(policy, &state(r), importance, as_of) {
+                changes.archives.push(Archive {
+                    importance: decay.as_ref().map(|d| d.importance),
+                    ..archived(r)
+                });
+            }
+            changes.decays.extend(decay);
+        }
+        changes
+    }
+
+    async fn apply_changes(
         &mut self,
         conn: &mut PgConnection,
-        decays: &[Decay],
+        changes: &Changes,
     ) -> Result<(), JanitorError> {
-        if decays.is_empty() {
+        if changes.decays.is_empty() && changes.archives.is_empty() {
             return Ok(());
         }
         let mut tx = conn.begin().await?;
-        steps::apply_decay(&mut tx, self.id, self.as_of, decays).await?;
-        for d in decays {
+        steps::apply_decay_archive(
+            &mut tx,
+            self.id,
+            self.as_of,
+            &changes.decays,
+            &changes.archives,
+        )
+        .await?;
+        for d in &changes.decays {
             self.counts.record(&d.tenant, |c| c.decayed += 1);
+        }
+        for a in &changes.archives {
+            self.counts.record(&a.tenant, |c| c.archived += 1);
         }
         self.commit(tx).await
     }
@@ -267,6 +303,7 @@ impl Exec<'_> {
                     before_archived_at: None,
                     before_updated_at: m.updated_at,
                     before_status_at: m.status_at,
+                    importance: None,
                 }));
             }
             if folded.len() as i64 >= self.janitor.chunk {
@@ -299,72 +336,6 @@ impl Exec<'_> {
         survivors.clear();
         folded.clear();
         Ok(())
-    }
-
-    async fn archive(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
-        let mut reader = self.reader.take();
-        let result = self.archive_pages(conn, reader.as_mut()).await;
-        self.reader = reader;
-        result
-    }
-
-    async fn archive_pages(
-        &mut self,
-        conn: &mut PgConnection,
-        mut reader: Option<&mut PgConnection>,
-    ) -> Result<(), JanitorError> {
-        let idle_before = self.as_of - self.policy().archive_idle;
-        let (tenant, chunk) = (self.tenant.clone(), self.janitor.chunk);
-        let read = async |c: &mut PgConnection, from: Position| {
-            steps::archive_candidates(c, tenant.as_deref(), idle_before, from, chunk).await
-        };
-        let first = Position::default();
-        let mut current = Some(read(reader.as_deref_mut().unwrap_or(conn), first).await?);
-        while let Some(stretch) = current.take() {
-            let mut batches = stretch.batches.iter().map(|page| {
-                page.iter()
-                    .filter(|r| {
-                        policy::archives(self.policy(), &state(r), r.importance, self.as_of)
-                    })
-                    .map(archived)
-                    .collect::<Vec<_>>()
-            });
-            let head = batches.next().unwrap_or_default();
-            let rest: Vec<Vec<Archive>> = batches.collect();
-            // The next stretch is read while the first batch of this one is written.
-            match (stretch.next, reader.as_deref_mut()) {
-                (Some(from), Some(r)) => {
-                    let (next, applied) =
-                        tokio::join!(read(r, from), self.apply_archives(conn, &head));
-                    applied?;
-                    current = Some(next?);
-                }
-                _ => self.apply_archives(conn, &head).await?,
-            }
-            for batch in &rest {
-                self.apply_archives(conn, batch).await?;
-            }
-            if let (Some(from), None) = (stretch.next, &current) {
-                current = Some(read(conn, from).await?);
-            }
-        }
-        Ok(())
-    }
-
-    async fn apply_archives(
-        &mut self,
-        conn: &mut PgConnection,
-        archived: &[Archive],
-    ) -> Result<(), JanitorError> {
-        if archived.is_empty() {
-            return Ok(());
-        }
-        let mut tx = conn.begin().await?;
-        steps::apply_archive(&mut tx, self.id, self.as_of, "archive", archived).await?;
-        for a in archived {
-            self.counts.record(&a.tenant, |c| c.archived += 1);
-        }
-        self.commit(tx).await
     }
 
     async fn consolidate(&mut self, conn: &mut PgConnection) -> Result<(), JanitorError> {
@@ -419,6 +390,7 @@ impl Exec<'_> {
                                 before_archived_at: None,
                                 before_updated_at: r.updated_at,
                                 before_status_at: r.status_at,
+                                importance: None,
                             })
                     })
                     .collect();

@@ -57,7 +57,7 @@ pub struct Position {
 /// to write one after the other (each at most one row of any block), and
 /// where the next stretch starts (`None`: the table is done).
 ///
-/// Decay and archive read this way rather than by id: a stretch is a few
+/// Decay and archive (one pass) read this way rather than by id: a stretch is a few
 /// thousand contiguous blocks read in sequence, and a block's rows are
 /// written in consecutive transactions, so that each block is written back
 /// (and copied whole to the WAL after a checkpoint) about once, instead of
@@ -86,13 +86,13 @@ struct Located {
 }
 
 /// The active memories (of `tenant`, if any) matching `condition` (where
-/// `$2` is `before`) in the `limit` blocks after `from`, in batches of at
-/// most `limit`.
+/// `$2` and `$7` are `before`) in the `limit` blocks after `from`, in
+/// batches of at most `limit`.
 async fn stretch(
     conn: &mut PgConnection,
     condition: &str,
     tenant: Option<&str>,
-    before: DateTime<Utc>,
+    before: (DateTime<Utc>, DateTime<Utc>),
     from: Position,
     limit: i64,
 ) -> Result<Stretch, StoreError> {
@@ -120,11 +120,12 @@ async fn stretch(
     );
     let rows: Vec<Located> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(tenant)
-        .bind(before)
+        .bind(before.0)
         .bind(from.block)
         .bind(from.line)
         .bind(end)
         .bind(most)
+        .bind(before.1)
         .fetch_all(&mut *conn)
         .await?;
     let next = match rows.last() {
@@ -161,31 +162,24 @@ async fn stretch(
     Ok(Stretch { batches, next })
 }
 
-/// Active memories untouched (and undecayed) since `stale_before`: the
-/// stretch from `from` (see [`Stretch`]).
-pub async fn decay_candidates(
+/// Active memories untouched (and undecayed) since `stale_before`, those
+/// untouched since `idle_before`, and those with an end (`expires_at`, which
+/// the policy compares with the run's clock): what decay and archive look
+/// at, the stretch from `from` (see [`Stretch`]).
+pub async fn decay_archive_candidates(
     conn: &mut PgConnection,
     tenant: Option<&str>,
     stale_before: DateTime<Utc>,
-    from: Position,
-    limit: i64,
-) -> Result<Stretch, StoreError> {
-    let condition = format!("greatest({LAST_TOUCH}, coalesce(decayed_at, created_at)) <= $2");
-    stretch(conn, &condition, tenant, stale_before, from, limit).await
-}
-
-/// Active memories untouched since `idle_before`, and those with an end
-/// (`expires_at`, which the policy compares with the run's clock): the
-/// stretch from `from` (see [`Stretch`]).
-pub async fn archive_candidates(
-    conn: &mut PgConnection,
-    tenant: Option<&str>,
     idle_before: DateTime<Utc>,
     from: Position,
     limit: i64,
 ) -> Result<Stretch, StoreError> {
-    let condition = format!("({LAST_TOUCH} <= $2 OR expires_at IS NOT NULL)");
-    stretch(conn, &condition, tenant, idle_before, from, limit).await
+    let condition = format!(
+        "(greatest({LAST_TOUCH}, coalesce(decayed_at, created_at)) <= $2
+          OR {LAST_TOUCH} <= $7 OR expires_at IS NOT NULL)"
+    );
+    let before = (stale_before, idle_before);
+    stretch(conn, &condition, tenant, before, from, limit).await
 }
 
 /// The memories no longer current that a purge looks at, each class read

@@ -56,9 +56,42 @@ pub struct Decay {
     pub before_decayed_at: Option<DateTime<Utc>>,
 }
 
-/// Decays a batch. Only `importance` and `decayed_at` change (no indexed
-/// column, so Postgres can update the rows in place).
-pub async fn apply_decay(
+/// Decays a batch and archives another, the memories in both in one write
+/// (each change with its own event, as the two steps write them apart).
+/// Decay changes only `importance` and `decayed_at` (no indexed column, so
+/// Postgres can update the rows in place); a memory also archived takes its
+/// new importance in the archive's write, so it is rewritten once.
+pub async fn apply_decay_archive(
+    conn: &mut PgConnection,
+    run: Uuid,
+    as_of: DateTime<Utc>,
+    decays: &[Decay],
+    archives: &[Archive],
+) -> Result<(), StoreError> {
+    let archived: std::collections::HashSet<Uuid> = archives.iter().map(|a| a.id).collect();
+    let only_decayed: Vec<&Decay> = decays
+        .iter()
+        .filter(|d| !archived.contains(&d.id))
+        .collect();
+    if !only_decayed.is_empty() {
+        let ids: Vec<Uuid> = only_decayed.iter().map(|r| r.id).collect();
+        let importance: Vec<f32> = only_decayed.iter().map(|r| r.importance).collect();
+        sqlx::query(
+            "UPDATE memories m SET importance = u.importance, decayed_at = $3
+             FROM unnest($1::uuid[], $2::real[]) AS u(id, importance) WHERE m.id = u.id",
+        )
+        .bind(&ids)
+        .bind(&importance)
+        .bind(as_of)
+        .execute(&mut *conn)
+        .await?;
+    }
+    apply_archive(&mut *conn, run, as_of, "archive", archives).await?;
+    decay_events(conn, run, as_of, decays).await
+}
+
+/// The events of decayed memories: what each importance was, and became.
+async fn decay_events(
     conn: &mut PgConnection,
     run: Uuid,
     as_of: DateTime<Utc>,
@@ -69,15 +102,6 @@ pub async fn apply_decay(
     }
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let importance: Vec<f32> = rows.iter().map(|r| r.importance).collect();
-    sqlx::query(
-        "UPDATE memories m SET importance = u.importance, decayed_at = $3
-         FROM unnest($1::uuid[], $2::real[]) AS u(id, importance) WHERE m.id = u.id",
-    )
-    .bind(&ids)
-    .bind(&importance)
-    .bind(as_of)
-    .execute(&mut *conn)
-    .await?;
     // The events' details are built by Postgres from the columns: the
     // decay of a million memories writes a million of them.
     let before: Vec<f32> = rows.iter().map(|r| r.before_importance).collect();
@@ -114,6 +138,9 @@ pub struct Archive {
     pub before_archived_at: Option<DateTime<Utc>>,
     pub before_updated_at: DateTime<Utc>,
     pub before_status_at: Option<DateTime<Utc>>,
+    /// The importance decay gives it in the same write (see
+    /// [`apply_decay_archive`]); `None` leaves it as it is.
+    pub importance: Option<f32>,
 }
 
 /// Archives a batch (out of the index and of recall, still in Postgres). A
@@ -131,16 +158,20 @@ pub async fn apply_archive(
     }
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let into: Vec<Option<Uuid>> = rows.iter().map(|r| r.into).collect();
+    let decayed: Vec<Option<f32>> = rows.iter().map(|r| r.importance).collect();
     sqlx::query(
         // status_at on the run's clock too, so that a resumed run writes what
         // an uninterrupted one would have.
         "UPDATE memories m SET status = 'archived', archived_at = $3, status_at = $3, merged_into = u.into_id,
-                updated_at = clock_timestamp(), index_state = 'pending'
-         FROM unnest($1::uuid[], $2::uuid[]) AS u(id, into_id) WHERE m.id = u.id",
+                updated_at = clock_timestamp(), index_state = 'pending',
+                importance = coalesce(u.importance, m.importance),
+                decayed_at = CASE WHEN u.importance IS NULL THEN m.decayed_at ELSE $3 END
+         FROM unnest($1::uuid[], $2::uuid[], $4::real[]) AS u(id, into_id, importance) WHERE m.id = u.id",
     )
     .bind(&ids)
     .bind(&into)
     .bind(as_of)
+    .bind(&decayed)
     .execute(&mut *conn)
     .await?;
     // Only memories folded into another move their provenance.
