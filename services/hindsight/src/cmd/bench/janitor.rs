@@ -74,12 +74,6 @@ async fn measure(
     let load_seconds = load_started.elapsed().as_secs_f64();
     tracing::info!(load_seconds, ?load_parts, "loaded; running the janitor");
     let database_mb_before = database_mb(pool).await?;
-    if std::env::var_os("HINDSIGHT_BENCH_HOLD").is_some() {
-        // TEMPORARY (profiling): inspect the loaded database before the run.
-        eprintln!("HOLD {}", ctx.config.database_url);
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line)?;
-    }
 
     let janitor = hindsight_janitor::janitor(&ctx.config, ctx.store.clone(), Some(&ctx.bus));
     let request = RunRequest {
@@ -94,12 +88,6 @@ async fn measure(
     let outcome = janitor.run(request).await?;
     let run_seconds = started.elapsed().as_secs_f64();
     let peak_rss_mb = if measured_rss { peak_rss_mb() } else { None };
-    if std::env::var_os("HINDSIGHT_BENCH_HOLD").is_some() {
-        // TEMPORARY (profiling): inspect the database after the run.
-        eprintln!("HOLD AFTER {}", ctx.config.database_url);
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line)?;
-    }
     let report = match outcome {
         Outcome::Ran(report) => *report,
         other => anyhow::bail!("the janitor did not run: {other:?}"),
