@@ -1,6 +1,6 @@
 //! The steps of a run, in chunks: repair ([`crate::repair`]), decay and
-//! archive (one pass), merge, review, consolidate, purge, turns (the last three and
-//! review in [`crate::retention`]). What each step decides is plain logic ([`policy`],
+//! archive (one pass), merge, review, consolidate, purge, turns (the last
+//! three and review in [`crate::retention`]). What each step decides is plain logic ([`policy`],
 //! [`similarity`](crate::similarity), [`consolidate`]); here it is read,
 //! applied and counted.
 
@@ -193,7 +193,8 @@ impl Exec<'_> {
         let (policy, as_of) = (self.policy(), self.as_of);
         let mut changes = Changes::default();
         for r in page {
-            let importance = policy::decayed_importance(policy, &state(r), as_of);
+            let now = state(r);
+            let importance = policy::decayed_importance(policy, &now, as_of);
             let decay = (importance != r.importance).then(|| Decay {
                 id: r.id,
                 tenant: r.tenant.clone(),
@@ -201,7 +202,7 @@ impl Exec<'_> {
                 before_importance: r.importance,
                 before_decayed_at: r.decayed_at,
             });
-            if policy::archives(policy, &state(r), importance, as_of) {
+            if policy::archives(policy, &now, importance, as_of) {
                 changes.archives.push(Archive {
                     importance: decay.as_ref().map(|d| d.importance),
                     ..archived(r)

@@ -57,8 +57,8 @@ pub struct Position {
 /// to write one after the other (each at most one row of any block), and
 /// where the next stretch starts (`None`: the table is done).
 ///
-/// Decay and archive (one pass) read this way rather than by id: a stretch is a few
-/// thousand contiguous blocks read in sequence, and a block's rows are
+/// Decay and archive (one pass) read this way rather than by id: a stretch
+/// is a few thousand contiguous blocks read in sequence, and a block's rows are
 /// written in consecutive transactions, so that each block is written back
 /// (and copied whole to the WAL after a checkpoint) about once, instead of
 /// once per row in transactions far apart as with random ids. And a block's
@@ -70,7 +70,9 @@ pub struct Position {
 ///
 /// A row that a concurrent write moves to a block already read is left to
 /// the next run, which decays it for the whole time since (decay composes).
-/// Rows the run itself rewrote no longer match the step's condition.
+/// A row the run itself decayed and moved further on may be read again; the
+/// policy then leaves it as it is (its decay is done; an archived row is no
+/// longer active and is not read).
 #[derive(Debug, Default)]
 pub struct Stretch {
     pub batches: Vec<Vec<StateRow>>,
