@@ -1,7 +1,8 @@
 //! The poisoning screen's second opinion, from the vectors this stage makes
 //! anyway: a fact near known attacks and far from known look-alikes adds to
-//! its turn's screen score, and a fact whose total reaches the threshold is
-//! quarantined (`HINDSIGHT_SCREEN_NEARNESS`). Embedding every turn in the
+//! its turn's screen score when the filter saw a cue in the turn, and a fact
+//! whose total reaches the threshold is quarantined
+//! (`HINDSIGHT_SCREEN_NEARNESS`). Nearness alone quarantines nothing. Embedding every turn in the
 //! filter would cost a third of ingest; a fact's vector costs nothing more.
 
 use std::{
@@ -57,17 +58,31 @@ pub fn judge(examples: &semantic::Examples, fact: &mut Fact, vector: &[f32], thr
     if fact.quarantine || examples.is_empty() {
         return;
     }
+    // The turn's reasons, as the filter recorded them: nearness counts only
+    // beside one of them that says what the text does.
+    let reasons: Vec<String> = fact
+        .flags
+        .iter()
+        .filter_map(|f| f.strip_prefix("poison:"))
+        .map(String::from)
+        .collect();
+    let before = reasons.len();
     let mut a = Assessment {
         score: screen_score(&fact.flags),
+        reasons,
         ..Default::default()
     };
     semantic::judge(&mut a, &fact.content, examples.nearness(vector, None));
-    if a.reasons.is_empty() || a.score < threshold {
+    if a.reasons.len() == before || a.score < threshold {
         return;
     }
     fact.quarantine = true;
     fact.flags.retain(|f| !f.starts_with("screen:"));
     fact.flags.insert(0, format!("screen:{:.2}", a.score));
-    fact.flags
-        .extend(a.reasons.into_iter().map(|r| format!("poison:{r}")));
+    fact.flags.extend(
+        a.reasons
+            .into_iter()
+            .skip(before)
+            .map(|r| format!("poison:{r}")),
+    );
 }

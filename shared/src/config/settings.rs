@@ -184,7 +184,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_SCREEN_NEARNESS",
         "on",
-        "Whether the embed stage adds a fact's nearness to known attacks (the tune part of `tests/corpus/screen/`, compiled in) to its turn's screen score, quarantining the fact at the same threshold; `off` leaves the screen to its cues.",
+        "Whether the embed stage adds a fact's nearness to known attacks (the tune part of `tests/corpus/screen/`, compiled in) to its turn's screen score when the filter saw a cue in the turn, quarantining the fact at the same threshold (nearness alone quarantines nothing); `off` leaves the screen to its cues and learnt model.",
     ),
     setting(
         "HINDSIGHT_SCREEN_LEARNT",

@@ -86,6 +86,10 @@ pub enum Command {
         /// `HINDSIGHT_SCREEN_NEARNESS=off`).
         #[arg(long)]
         no_nearness: bool,
+        /// Let nearness count without a cue beside it, so that it can
+        /// quarantine alone (an ablation: the pipeline never does).
+        #[arg(long, conflicts_with_all = ["no_nearness", "cues_only"])]
+        nearness_alone: bool,
         /// Leave out the learnt model (`HINDSIGHT_SCREEN_LEARNT=off`).
         #[arg(long)]
         no_learnt: bool,
@@ -180,6 +184,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             verbose,
             json,
             no_nearness,
+            nearness_alone,
             no_learnt,
             cues_only,
         } => {
@@ -196,6 +201,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                 verbose,
                 embedder.as_deref(),
                 !(no_learnt || cues_only),
+                nearness_alone,
             )
             .await?;
             if json {

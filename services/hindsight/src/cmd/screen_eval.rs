@@ -215,7 +215,8 @@ async fn nearness(
         .collect())
 }
 
-/// Scores the corpus in `dir` on `split`; with `embedder`, nearness counts too.
+/// Scores the corpus in `dir` on `split`; with `embedder`, nearness counts
+/// too, as in the pipeline beside a cue, or with `nearness_alone` on its own.
 pub async fn run(
     dir: &Path,
     split: Split,
@@ -223,6 +224,7 @@ pub async fn run(
     verbose: bool,
     embedder: Option<&dyn Embedder>,
     with_learnt: bool,
+    nearness_alone: bool,
 ) -> anyhow::Result<Report> {
     let attacks = read(&dir.join("attacks.jsonl"))?;
     let lookalikes = read(&dir.join("lookalikes.jsonl"))?;
@@ -251,7 +253,11 @@ pub async fn run(
             a.score = 0.0;
         }
         if let Some(&n) = near.get(&line.id) {
-            semantic::judge(&mut a, &line.content, n);
+            if nearness_alone {
+                semantic::judge_alone(&mut a, &line.content, n);
+            } else {
+                semantic::judge(&mut a, &line.content, n);
+            }
         }
         let hit = a.score >= threshold;
         if verbose {

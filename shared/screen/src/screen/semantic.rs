@@ -163,9 +163,32 @@ pub fn score(n: Nearness) -> f64 {
     }
 }
 
+/// Whether nearness may count for a text whose screen gave `reasons`: only
+/// beside a signal of what the text does (a cue, a pair of them, a known
+/// pattern, a decoded payload). The learnt model's opinion and nearness are
+/// both likeness to the examples; neither says the text gives an order, and
+/// "please remember that my daughter is allergic to penicillin" or a tool's
+/// record lies near the attacks by its words alone.
+pub fn supported<S: AsRef<str>>(reasons: &[S]) -> bool {
+    reasons.iter().map(AsRef::as_ref).any(|r| {
+        !["learnt:", "similar:", "from:", "part:"]
+            .iter()
+            .any(|p| r.starts_with(p))
+    })
+}
+
 /// Adds what nearness says about `text` to `assessment`, with its reason
-/// (`similar:<attack nearness>-<harmless nearness>`).
+/// (`similar:<attack nearness>-<harmless nearness>`), when the assessment is
+/// [`supported`]: nearness never quarantines on its own.
 pub fn judge(assessment: &mut Assessment, text: &str, n: Nearness) {
+    if supported(&assessment.reasons) {
+        judge_alone(assessment, text, n);
+    }
+}
+
+/// [`judge`] without asking for support: nearness alone may quarantine (an
+/// ablation for `hindsight eval screen --nearness-alone`).
+pub fn judge_alone(assessment: &mut Assessment, text: &str, n: Nearness) {
     let added = score(n);
     if added > 0.0 && readable(text) {
         assessment.add(added, format!("similar:{:.2}-{:.2}", n.attack, n.harmless));
@@ -226,6 +249,33 @@ mod tests {
             0.0,
             "a small margin says nothing"
         );
+    }
+
+    #[test]
+    fn nearness_counts_only_beside_a_signal_of_what_the_text_does() {
+        let near = Nearness {
+            attack: 0.6,
+            harmless: 0.3,
+        };
+        let text = "Please remember that my daughter is allergic to penicillin.";
+        let mut alone = Assessment {
+            reasons: vec!["learnt:0.70".into()],
+            score: 0.3,
+            ..Default::default()
+        };
+        judge(&mut alone, text, near);
+        assert_eq!(alone.score, 0.3, "{alone:?}");
+        let mut cued = Assessment {
+            reasons: vec!["agent".into(), "learnt:0.70".into()],
+            score: 0.5,
+            ..Default::default()
+        };
+        judge(&mut cued, text, near);
+        assert!(cued.score > 1.0, "{cued:?}");
+        assert!(cued.reasons.iter().any(|r| r.starts_with("similar:")));
+        let mut ablation = Assessment::default();
+        judge_alone(&mut ablation, text, near);
+        assert!(ablation.score > 1.0, "{ablation:?}");
     }
 
     #[test]
