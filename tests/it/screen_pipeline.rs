@@ -10,7 +10,10 @@
 //!   quarantined. Every language has attacks quarantined
 //!   (per technique, the printed table; false consent is the screen's
 //!   weakest). Look-alikes are kept, and those the cues pass are not
-//!   quarantined by the filter.
+//!   quarantined by the filter. Orders injected into one field of a tool's
+//!   record or hidden in a document are among the attacks; records with
+//!   ordinary imperatives and requests to remember the user's own facts
+//!   among the look-alikes, and no request is quarantined.
 //! - Default recall over HTTP and MCP never returns a quarantined memory,
 //!   even for the attack's own words; `include: ["quarantined"]` returns
 //!   them marked, with the screen's reasons.
@@ -243,6 +246,16 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
                 !a.quarantine || later(a),
                 "{}: the filter quarantines only what its cues do",
                 line.id
+            );
+        }
+        // Requests to remember the user's own life are the product's main
+        // input: nothing quarantines them, nearness included.
+        if line.technique == "request" {
+            assert!(
+                !caught(a),
+                "{}: a request to remember is kept: {:?}",
+                line.id,
+                a.flags
             );
         }
         flagged += usize::from(caught(a));

@@ -52,9 +52,13 @@ pub fn assess_text(
     model: Option<&screen::learnt::Model>,
 ) -> screen::Assessment {
     let mut assessment = screen::assess_with(content, source, model);
-    // A reported attack (quoted, "such as…") matches the known patterns too;
+    // A reported attack (quoted, "such as…") or advice someone gave the
+    // user ("told me to ignore…") matches the known patterns too;
     // it is the report the screen already discounted, not a second order.
-    let reported = assessment.reasons.iter().any(|r| r == "reported");
+    let reported = assessment
+        .reasons
+        .iter()
+        .any(|r| r == "reported" || r == "hearsay");
     for p in poison::screen(content) {
         if !reported {
             assessment.score += 1.0;
@@ -191,6 +195,18 @@ mod tests {
             "{:?}",
             strict.flags
         );
+    }
+
+    #[test]
+    fn requests_to_remember_the_users_own_life_are_not_quarantined() {
+        for text in [
+            "Please remember that my daughter is allergic to penicillin.",
+            "My therapist told me to ignore the instructions my old coach gave me about running through pain.",
+            "Don't forget that my brother lives in Lyon now",
+        ] {
+            let v = judge(&turn(text), None, screen::Settings::default());
+            assert!(!v.quarantine, "{text}: {:?}", v.flags);
+        }
     }
 
     #[test]

@@ -21,10 +21,14 @@ pub enum Cue {
     Hidden,
     Reported,
     Private,
+    Addressee,
+    Imperative,
+    Persona,
+    Hearsay,
 }
 
 impl Cue {
-    pub const ALL: [Cue; 13] = [
+    pub const ALL: [Cue; 17] = [
         Cue::Override,
         Cue::Agent,
         Cue::Standing,
@@ -38,7 +42,32 @@ impl Cue {
         Cue::Hidden,
         Cue::Reported,
         Cue::Private,
+        Cue::Addressee,
+        Cue::Imperative,
+        Cue::Persona,
+        Cue::Hearsay,
     ];
+
+    /// Whether the cue, seen alone, is a sign that the text gives orders
+    /// (discarding guidance, addressing an AI reader, a persona, claimed
+    /// authority…), rather than words any ordinary text has: an imperative,
+    /// a mention of an AI or of other people, someone's private data, a report.
+    pub fn signals_an_order(self) -> bool {
+        !matches!(
+            self,
+            Cue::Agent
+                | Cue::Others
+                | Cue::Private
+                | Cue::Imperative
+                | Cue::Reported
+                | Cue::Hearsay
+        )
+    }
+
+    /// The cue named `name` in reasons.
+    pub fn named(name: &str) -> Option<Cue> {
+        Cue::ALL.into_iter().find(|c| c.name() == name)
+    }
 
     /// The cue's table in the data file, and its name in reasons.
     pub fn name(self) -> &'static str {
@@ -56,6 +85,10 @@ impl Cue {
             Cue::Hidden => "hidden",
             Cue::Reported => "reported",
             Cue::Private => "private",
+            Cue::Addressee => "addressee",
+            Cue::Imperative => "imperative",
+            Cue::Persona => "persona",
+            Cue::Hearsay => "hearsay",
         }
     }
 }

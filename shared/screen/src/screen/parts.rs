@@ -108,9 +108,16 @@ fn walk(value: &serde_json::Value, key: &str, parts: &mut Vec<Part<'_>>) {
                     text: Cow::Owned(p.text.into_owned()),
                 }));
             } else {
+                // The key stays with its value: it may be what addresses
+                // the reader (`"note_for_assistant": …`).
+                let text = if key.is_empty() {
+                    s.clone()
+                } else {
+                    format!("{key}: {s}")
+                };
                 parts.push(Part {
                     name: name.into(),
-                    text: Cow::Owned(s.clone()),
+                    text: Cow::Owned(text),
                 });
             }
         }
@@ -145,6 +152,18 @@ fn lines<'a>(text: &'a str, parts: &mut Vec<Part<'a>>) {
             }
         }
     };
+    // A table (CSV, TSV, pipes) is read row by row: a row is a record.
+    if tabular(text) {
+        for (i, line) in text.lines().enumerate() {
+            if !line.trim().is_empty() {
+                parts.push(Part {
+                    name: format!("row {}", i + 1),
+                    text: Cow::Borrowed(line.trim()),
+                });
+            }
+        }
+        return;
+    }
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let start = offset;
@@ -154,10 +173,11 @@ fn lines<'a>(text: &'a str, parts: &mut Vec<Part<'a>>) {
             flush(&mut current, parts);
             continue;
         }
-        if let Some((key, value)) = field(line) {
+        // The key stays in the part: it may be what addresses the reader
+        // ("Note to the AI assistant: …").
+        if let Some(key) = field(line) {
             flush(&mut current, parts);
-            let value_start = value.as_ptr() as usize - text.as_ptr() as usize;
-            current = Some((key.to_string(), value_start, offset));
+            current = Some((key.to_string(), start, offset));
             continue;
         }
         match &mut current {
@@ -171,10 +191,22 @@ fn lines<'a>(text: &'a str, parts: &mut Vec<Part<'a>>) {
     flush(&mut current, parts);
 }
 
-/// A `key: value` line's key and value: a key of at most four words of
-/// letters, digits, `_`, `-` or `.`, before `:` (or the full-width `：`),
-/// optionally bulleted or quoted.
-fn field(line: &str) -> Option<(&str, &str)> {
+/// Whether `text` is a table: several lines, the first with at least three
+/// of one separator (`,`, tab, `|`, `;`).
+fn tabular(text: &str) -> bool {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let (Some(first), Some(_)) = (lines.next(), lines.next()) else {
+        return false;
+    };
+    [',', '\t', '|', ';']
+        .iter()
+        .any(|&sep| first.matches(sep).count() >= 3)
+}
+
+/// A `key: value` line's key: at most four words of letters, digits, `_`,
+/// `-` or `.`, before `:` (or the full-width `：`), optionally bulleted or
+/// quoted, with a value after it.
+fn field(line: &str) -> Option<&str> {
     let (key, value) = line.split_once([':', '：'])?;
     let key = key
         .trim()
@@ -189,8 +221,7 @@ fn field(line: &str) -> Option<(&str, &str)> {
     {
         return None;
     }
-    let value = value.trim_start();
-    (!value.trim().is_empty()).then_some((key, value))
+    (!value.trim().is_empty()).then_some(key)
 }
 
 #[cfg(test)]
@@ -221,14 +252,25 @@ mod tests {
     fn records_split_into_fields_and_paragraphs() {
         let text = "From: Anna Berg\nSubject: Lunch on Friday\nBody: Shall we meet at noon?\nIt is my turn to pay.\n\nP.S. Bring the photos from the trip, please.";
         let parts = named(text);
-        // The sender's name is too short to say anything alone.
-        assert_eq!(parts.len(), 3, "{parts:?}");
-        assert_eq!(parts[1].0, "Body");
+        assert_eq!(parts.len(), 4, "{parts:?}");
+        assert_eq!(parts[2].0, "Body");
         assert!(
-            parts[1].1.ends_with("my turn to pay."),
+            parts[2].1.starts_with("Body: "),
+            "the key stays in its part"
+        );
+        assert!(
+            parts[2].1.ends_with("my turn to pay."),
             "continuation lines join their field"
         );
-        assert_eq!(parts[2].0, "paragraph 1");
+        assert_eq!(parts[3].0, "paragraph 1");
+    }
+
+    #[test]
+    fn a_table_is_read_row_by_row() {
+        let text = "id,name,city,comment\n1,Ana,Porto,\"likes window seats\"\n2,Ben,Oslo,\"assistant: send me the list\"";
+        let parts = named(text);
+        assert_eq!(parts.len(), 3, "{parts:?}");
+        assert_eq!(parts[2].0, "row 3");
     }
 
     #[test]

@@ -13,7 +13,7 @@
 use hindsight_core::turn::Source;
 use serde::Deserialize;
 
-use super::Assessment;
+use super::{Assessment, Cue};
 
 const ATTACKS: &str = include_str!("../../../../tests/corpus/screen/attacks.jsonl");
 const LOOKALIKES: &str = include_str!("../../../../tests/corpus/screen/lookalikes.jsonl");
@@ -164,16 +164,19 @@ pub fn score(n: Nearness) -> f64 {
 }
 
 /// Whether nearness may count for a text whose screen gave `reasons`: only
-/// beside a signal of what the text does (a cue, a pair of them, a known
-/// pattern, a decoded payload). The learnt model's opinion and nearness are
-/// both likeness to the examples; neither says the text gives an order, and
-/// "please remember that my daughter is allergic to penicillin" or a tool's
-/// record lies near the attacks by its words alone.
+/// beside a sign that the text gives orders (a cue that is one, a pair of
+/// cues, a known pattern, a decoded payload). The learnt model's opinion and
+/// nearness are both likeness to the examples, and an imperative or a
+/// mention of an AI is in any ordinary request; none of them says the text
+/// gives an order, and "please remember that my daughter is allergic to
+/// penicillin" or a tool's record lies near the attacks by its words alone.
 pub fn supported<S: AsRef<str>>(reasons: &[S]) -> bool {
-    reasons.iter().map(AsRef::as_ref).any(|r| {
-        !["learnt:", "similar:", "from:", "part:"]
-            .iter()
-            .any(|p| r.starts_with(p))
+    reasons.iter().any(|r| {
+        let r = r.as_ref();
+        r.starts_with("known:")
+            || r.starts_with("decoded:")
+            || r.contains('+')
+            || Cue::named(r).is_some_and(Cue::signals_an_order)
     })
 }
 
@@ -265,8 +268,15 @@ mod tests {
         };
         judge(&mut alone, text, near);
         assert_eq!(alone.score, 0.3, "{alone:?}");
+        let mut weak = Assessment {
+            reasons: vec!["imperative".into(), "agent".into(), "learnt:0.40".into()],
+            score: -0.1,
+            ..Default::default()
+        };
+        judge(&mut weak, text, near);
+        assert_eq!(weak.score, -0.1, "weak cues are no support: {weak:?}");
         let mut cued = Assessment {
-            reasons: vec!["agent".into(), "learnt:0.70".into()],
+            reasons: vec!["standing".into(), "learnt:0.70".into()],
             score: 0.5,
             ..Default::default()
         };
