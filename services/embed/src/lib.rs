@@ -51,30 +51,16 @@ pub struct EmbedStage {
     linger: Duration,
     /// The screen's threshold, when nearness to known attacks counts.
     screen: Option<f64>,
-    /// The screen's examples, embedded in the background from the start.
-    examples: Arc<tokio::sync::OnceCell<Arc<screen::Examples>>>,
+    /// The screen's examples, embedded when first needed.
+    examples: tokio::sync::OnceCell<Arc<screen::Examples>>,
 }
 
 impl EmbedStage {
-    /// The stage; with nearness on, the examples start embedding at once (in
-    /// the background, so the first facts do not wait for all of them).
+    /// The stage; with nearness on, the screen's examples are embedded when
+    /// the first fact that nearness can count for comes.
     pub fn new(embedder: Arc<dyn Embedder>, config: &Config) -> Self {
-        let examples: Arc<tokio::sync::OnceCell<Arc<screen::Examples>>> = Default::default();
-        if config.screen_nearness
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let (cell, embedder) = (examples.clone(), embedder.clone());
-            runtime.spawn(async move {
-                if let Err(e) = cell
-                    .get_or_try_init(|| screen::examples(embedder.as_ref()))
-                    .await
-                {
-                    tracing::warn!(error = %e, "could not embed the screen's examples yet; the first batch tries again");
-                }
-            });
-        }
         Self {
-            examples,
+            examples: Default::default(),
             embedder,
             batch: config.embed.batch,
             window: config.embed.window.max(config.embed.batch),
@@ -144,8 +130,14 @@ impl EmbedStage {
             ok: result.is_ok(),
         }
         .emit();
+        // The examples are embedded when the first fact nearness can count
+        // for comes, not at start: on two cores, embedding them beside the
+        // first batches slowed ingest, and nearly no fact needs them.
+        let wanted = chunk
+            .iter()
+            .any(|&i| screen::wants_nearness(&batch[i].input));
         let examples = match (self.screen, &result) {
-            (Some(_), Ok(_)) => match self
+            (Some(_), Ok(_)) if wanted => match self
                 .examples
                 .get_or_try_init(|| screen::examples(self.embedder.as_ref()))
                 .await

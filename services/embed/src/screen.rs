@@ -51,21 +51,32 @@ pub async fn embed_all(
     Ok(vectors)
 }
 
+/// The reasons the filter recorded for the fact's turn (`poison:<reason>`).
+fn reasons(fact: &Fact) -> Vec<String> {
+    fact.flags
+        .iter()
+        .filter_map(|f| f.strip_prefix("poison:"))
+        .map(String::from)
+        .collect()
+}
+
+/// Whether nearness can count for `fact`: not quarantined yet, and its turn
+/// showed a sign of an order ([`semantic::supported`]). Nearly no fact does,
+/// so the examples are embedded only when the first such fact comes.
+pub fn wants_nearness(fact: &Fact) -> bool {
+    !fact.quarantine && semantic::supported(&reasons(fact))
+}
+
 /// Judges one embedded fact: its turn's score plus what its nearness adds;
 /// at `threshold` or more the fact is quarantined, with the score and reason
 /// in its flags. A fact already quarantined keeps its record.
 pub fn judge(examples: &semantic::Examples, fact: &mut Fact, vector: &[f32], threshold: f64) {
-    if fact.quarantine || examples.is_empty() {
+    if !wants_nearness(fact) || examples.is_empty() {
         return;
     }
     // The turn's reasons, as the filter recorded them: nearness counts only
     // beside one of them that says what the text does.
-    let reasons: Vec<String> = fact
-        .flags
-        .iter()
-        .filter_map(|f| f.strip_prefix("poison:"))
-        .map(String::from)
-        .collect();
+    let reasons = reasons(fact);
     let before = reasons.len();
     let mut a = Assessment {
         score: screen_score(&fact.flags),

@@ -75,8 +75,21 @@ fn hash(bytes: &[u8]) -> u64 {
     h
 }
 
+/// The key of the source's feature, without formatting a string per text.
+fn source_key(source: Source) -> u64 {
+    let mut h = hash(b"source:");
+    for &b in source.as_str().as_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
 /// The features of one text: each distinct run once, and the source, each
-/// with the same value so that the vector has length 1.
+/// with the same value so that the vector has length 1. The text is read
+/// with runs of whitespace as one space and a space at each end; each run
+/// ends at a character boundary, so the runs ending there are those starting
+/// at the last few boundaries (kept in a ring, not a list of every one).
 fn features(folded: &str, source: Source) -> Vec<u64> {
     let mut text = String::with_capacity(folded.len() + 2);
     text.push(' ');
@@ -95,22 +108,29 @@ fn features(folded: &str, source: Source) -> Vec<u64> {
     if !space {
         text.push(' ');
     }
-    let starts: Vec<usize> = text
+    const RING: usize = *GRAMS.end() + 1;
+    let mut ring = [0usize; RING];
+    let mut keys = Vec::with_capacity(text.len() * 3 + 1);
+    let ends = text
         .char_indices()
         .map(|(i, _)| i)
-        .chain([text.len()])
-        .collect();
-    let mut keys = Vec::with_capacity(starts.len() * 3 + 1);
-    for n in GRAMS {
-        for w in starts.windows(n + 1) {
-            let run = &text[w[0]..w[n]];
-            // A run that is all spaces or one letter between spaces says nothing.
-            if run.trim().chars().count() >= 2 {
-                keys.push(hash(run.as_bytes()));
+        .skip(1)
+        .chain([text.len()]);
+    for (j, end) in ends.enumerate() {
+        // `ring[k % RING]` is the start of the k-th character.
+        let j = j + 1;
+        for n in GRAMS {
+            if j >= n {
+                let run = &text[ring[(j - n) % RING]..end];
+                // A run that is all spaces or one letter between spaces says nothing.
+                if run.trim().chars().nth(1).is_some() {
+                    keys.push(hash(run.as_bytes()));
+                }
             }
         }
+        ring[j % RING] = end;
     }
-    keys.push(hash(format!("source:{}", source.as_str()).as_bytes()));
+    keys.push(source_key(source));
     keys.sort_unstable();
     keys.dedup();
     keys
@@ -234,6 +254,18 @@ mod tests {
         let han = features("忽略指令", Source::Tool);
         assert!(han.contains(&hash("指令".as_bytes())));
         assert!(han.contains(&hash(b"source:tool")));
+        // Every run of 2 to 4 characters of " ab cd " once, but " a", "b "…
+        // of one letter and spaces are left out.
+        let mut expected: Vec<u64> = [
+            "ab", " ab", "ab ", "b c", " ab ", "ab c", "b cd", "cd", " cd", "cd ", " cd ",
+        ]
+        .iter()
+        .map(|r| hash(r.as_bytes()))
+        .collect();
+        expected.push(hash(b"source:user"));
+        expected.sort_unstable();
+        expected.dedup();
+        assert_eq!(features("ab cd", Source::User), expected);
     }
 
     #[test]

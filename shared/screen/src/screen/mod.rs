@@ -44,19 +44,27 @@ impl Assessment {
     /// is above 0, or a cue was seen that the learnt model outweighed (a near
     /// miss: the LLM's second opinion is asked for such turns). The learnt
     /// model's opinion alone, below 0, is not worth a flag on every turn, nor
-    /// the name of a record's part that scored it.
+    /// the name of a record's part that scored it, nor words any ordinary
+    /// turn has (an imperative, a mention of an AI: [`signals_an_order`]).
     pub fn recorded(&self) -> bool {
-        self.score > 0.0
-            || self
-                .reasons
-                .iter()
-                .any(|r| !(r.starts_with("learnt:") || r.starts_with("part:")))
+        self.score > 0.0 || self.reasons.iter().any(|r| signals_an_order(r))
     }
 
     fn add(&mut self, weight: f64, reason: impl Into<String>) {
         self.score += weight;
         self.reasons.push(reason.into());
     }
+}
+
+/// Whether a reason of an assessment is a sign that the text gives orders:
+/// a cue that is one ([`Cue::signals_an_order`]), a pair of cues, a known
+/// attack pattern or a decoded payload; not the learnt model's opinion,
+/// nearness, the source or the part.
+pub fn signals_an_order(reason: &str) -> bool {
+    reason.starts_with("known:")
+        || reason.starts_with("decoded:")
+        || reason.contains('+')
+        || Cue::named(reason).is_some_and(Cue::signals_an_order)
 }
 
 /// How much each cue counts alone. Discarding guidance, a system marker and a

@@ -13,7 +13,7 @@
 use hindsight_core::turn::Source;
 use serde::Deserialize;
 
-use super::{Assessment, Cue};
+use super::Assessment;
 
 const ATTACKS: &str = include_str!("../../../../tests/corpus/screen/attacks.jsonl");
 const LOOKALIKES: &str = include_str!("../../../../tests/corpus/screen/lookalikes.jsonl");
@@ -171,13 +171,7 @@ pub fn score(n: Nearness) -> f64 {
 /// gives an order, and "please remember that my daughter is allergic to
 /// penicillin" or a tool's record lies near the attacks by its words alone.
 pub fn supported<S: AsRef<str>>(reasons: &[S]) -> bool {
-    reasons.iter().any(|r| {
-        let r = r.as_ref();
-        r.starts_with("known:")
-            || r.starts_with("decoded:")
-            || r.contains('+')
-            || Cue::named(r).is_some_and(Cue::signals_an_order)
-    })
+    reasons.iter().any(|r| super::signals_an_order(r.as_ref()))
 }
 
 /// Adds what nearness says about `text` to `assessment`, with its reason
