@@ -5,6 +5,7 @@
 //! message is acked only after its embedded fact was published. Each fact's
 //! vector is also the poisoning screen's second opinion ([`screen`]).
 
+pub mod cache;
 pub mod screen;
 
 use std::{sync::Arc, time::Duration};
@@ -53,6 +54,8 @@ pub struct EmbedStage {
     screen: Option<f64>,
     /// The screen's examples, embedded when first needed.
     examples: tokio::sync::OnceCell<Arc<screen::Examples>>,
+    /// Where the examples' vectors are kept between starts.
+    cache_dir: std::path::PathBuf,
 }
 
 impl EmbedStage {
@@ -65,6 +68,7 @@ impl EmbedStage {
             batch: config.embed.batch,
             window: config.embed.window.max(config.embed.batch),
             linger: config.embed.linger,
+            cache_dir: config.embed.cache_dir.clone(),
             screen: config.screen_nearness.then_some(config.screen_threshold),
         }
     }
@@ -139,7 +143,7 @@ impl EmbedStage {
         let examples = match (self.screen, &result) {
             (Some(_), Ok(_)) if wanted => match self
                 .examples
-                .get_or_try_init(|| screen::examples(self.embedder.as_ref()))
+                .get_or_try_init(|| screen::examples(self.embedder.as_ref(), &self.cache_dir))
                 .await
             {
                 Ok(e) => Some(e.clone()),

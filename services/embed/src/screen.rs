@@ -7,6 +7,7 @@
 
 use std::{
     collections::BTreeMap,
+    path::Path,
     sync::{Arc, LazyLock, Mutex},
 };
 
@@ -22,49 +23,81 @@ pub use semantic::Examples;
 type Cell = Arc<tokio::sync::OnceCell<Arc<semantic::Examples>>>;
 static EXAMPLES: LazyLock<Mutex<BTreeMap<String, Cell>>> = LazyLock::new(Default::default);
 
-/// The screen's examples embedded with `embedder`.
-pub async fn examples(embedder: &dyn Embedder) -> Result<Arc<semantic::Examples>, EmbedError> {
+/// The screen's examples embedded with `embedder`: read from `cache_dir`
+/// when an earlier start kept them there ([`crate::cache`]), else embedded
+/// and kept.
+pub async fn examples(
+    embedder: &dyn Embedder,
+    cache_dir: &Path,
+) -> Result<Arc<semantic::Examples>, EmbedError> {
     let key = embedder.model().slug();
     let cell: Cell = match EXAMPLES.lock() {
         Ok(mut m) => m.entry(key).or_default().clone(),
         Err(_) => Cell::default(),
     };
     cell.get_or_try_init(|| async {
+        let started = std::time::Instant::now();
         let texts = semantic::example_texts();
         let contents: Vec<String> = texts.iter().map(|t| t.content.clone()).collect();
+        let model = embedder.model();
+        let file = crate::cache::path(cache_dir, "screen-examples", model, &contents);
+        if let Some(vectors) = crate::cache::read(&file, contents.len(), model.dimension) {
+            tracing::debug!(file = %file.display(), "the screen's examples, as kept");
+            return Ok(Arc::new(semantic::Examples::new(texts, vectors)));
+        }
         let vectors = embed_all(embedder, &contents).await?;
+        tracing::info!(
+            examples = texts.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "embedded the screen's examples"
+        );
+        if let Err(e) = crate::cache::write(&file, &vectors) {
+            tracing::warn!(file = %file.display(), error = %e, "cannot keep the screen's example vectors: they will be embedded again at the next start");
+        }
         Ok(Arc::new(semantic::Examples::new(texts, vectors)))
     })
     .await
     .cloned()
 }
 
-/// Vectors of `texts`, embedded 16 at a time.
+/// Vectors of `texts`, in their order, embedded 16 at a time in order of
+/// length: the model pads a batch to its longest text, and the examples run
+/// from a few words to whole records.
 pub async fn embed_all(
     embedder: &dyn Embedder,
     texts: &[String],
 ) -> Result<Vec<Vec<f32>>, EmbedError> {
-    let mut vectors = Vec::with_capacity(texts.len());
-    for chunk in texts.chunks(16) {
-        vectors.extend(embedder.embed(chunk).await?);
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| texts[i].len());
+    let mut vectors = vec![Vec::new(); texts.len()];
+    for chunk in order.chunks(16) {
+        let batch: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
+        let embedded = embedder.embed(&batch).await?;
+        if embedded.len() != chunk.len() {
+            return Err(EmbedError::Compute(format!(
+                "the embedder returned {} vectors for {} texts",
+                embedded.len(),
+                chunk.len()
+            )));
+        }
+        for (&i, v) in chunk.iter().zip(embedded) {
+            vectors[i] = v;
+        }
     }
     Ok(vectors)
 }
 
 /// The reasons the filter recorded for the fact's turn (`poison:<reason>`).
-fn reasons(fact: &Fact) -> Vec<String> {
-    fact.flags
-        .iter()
-        .filter_map(|f| f.strip_prefix("poison:"))
-        .map(String::from)
-        .collect()
+fn reasons(fact: &Fact) -> impl Iterator<Item = &str> {
+    fact.flags.iter().filter_map(|f| f.strip_prefix("poison:"))
 }
 
 /// Whether nearness can count for `fact`: not quarantined yet, and its turn
 /// showed a sign of an order ([`semantic::supported`]). Nearly no fact does,
 /// so the examples are embedded only when the first such fact comes.
 pub fn wants_nearness(fact: &Fact) -> bool {
-    !fact.quarantine && semantic::supported(&reasons(fact))
+    // Asked of every fact: read in place, nothing collected.
+    !fact.quarantine && reasons(fact).any(hindsight_screen::screen::signals_an_order)
 }
 
 /// Judges one embedded fact: its turn's score plus what its nearness adds;
@@ -76,7 +109,7 @@ pub fn judge(examples: &semantic::Examples, fact: &mut Fact, vector: &[f32], thr
     }
     // The turn's reasons, as the filter recorded them: nearness counts only
     // beside one of them that says what the text does.
-    let reasons = reasons(fact);
+    let reasons: Vec<String> = reasons(fact).map(String::from).collect();
     let before = reasons.len();
     let mut a = Assessment {
         score: screen_score(&fact.flags),

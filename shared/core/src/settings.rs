@@ -18,6 +18,9 @@ pub struct EmbedConfig {
     pub batch: usize,
     pub window: usize,
     pub linger: Duration,
+    /// Where vectors that can be made again are kept between starts (the
+    /// screen's examples, per model and corpus).
+    pub cache_dir: PathBuf,
 }
 
 /// The vector index: embedded (under the data directory) unless `qdrant_url` is set.

@@ -102,6 +102,10 @@ impl Config {
                 format!("{}ms", self.embed.linger.as_millis()),
             ),
             (
+                "HINDSIGHT_EMBED_CACHE_DIR",
+                self.embed.cache_dir.display().to_string(),
+            ),
+            (
                 "QDRANT_URL",
                 self.index.qdrant_url.clone().unwrap_or_default(),
             ),

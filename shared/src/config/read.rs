@@ -62,6 +62,7 @@ impl Config {
                 batch: parse_with(get("HINDSIGHT_EMBED_BATCH"), positive)?,
                 window: parse_with(get("HINDSIGHT_EMBED_WINDOW"), positive)?,
                 linger: parse_with(get("HINDSIGHT_EMBED_LINGER"), duration::parse)?,
+                cache_dir: PathBuf::from(get("HINDSIGHT_EMBED_CACHE_DIR").1),
             },
             index: IndexConfig {
                 qdrant_url: Some(get("QDRANT_URL").1).filter(|v| !v.trim().is_empty()),

@@ -161,6 +161,11 @@ pub const SETTINGS: &[Setting] = &[
         "How long the embed stage waits for a micro-batch to fill, so a lone fact is not held back.",
     ),
     setting(
+        "HINDSIGHT_EMBED_CACHE_DIR",
+        "./data/cache",
+        "Directory where the embed stage keeps the poisoning screen's example vectors, one file per model and corpus, so a restart does not embed them again (safe to delete; unwritable: they are embedded at every start).",
+    ),
+    setting(
         "QDRANT_URL",
         "",
         "Qdrant server (gRPC, e.g. `http://127.0.0.1:6334`); unset: the embedded index under `HINDSIGHT_DATA_DIR/index`.",

@@ -188,20 +188,26 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             no_learnt,
             cues_only,
         } => {
+            let config = hindsight_shared::config::Config::from_env()?;
             let embedder = if cues_only || no_nearness {
                 None
             } else {
-                let config = hindsight_shared::config::Config::from_env()?;
                 Some(hindsight_embedder::from_config(&config.embed)?)
             };
+            let near = embedder
+                .as_deref()
+                .map(|embedder| super::screen_eval::NearnessRun {
+                    embedder,
+                    cache_dir: &config.embed.cache_dir,
+                    alone: nearness_alone,
+                });
             let report = super::screen_eval::run(
                 &dir,
                 split,
                 threshold,
                 verbose,
-                embedder.as_deref(),
+                near,
                 !(no_learnt || cues_only),
-                nearness_alone,
             )
             .await?;
             if json {

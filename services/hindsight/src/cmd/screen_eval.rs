@@ -197,12 +197,23 @@ impl Models {
     }
 }
 
+/// How nearness to the corpus's examples counts in a run.
+pub struct NearnessRun<'a> {
+    pub embedder: &'a dyn Embedder,
+    /// Where the examples' vectors are kept (`HINDSIGHT_EMBED_CACHE_DIR`).
+    pub cache_dir: &'a Path,
+    /// Without a sign of an order beside it, so that it can quarantine
+    /// alone (an ablation: the pipeline never does).
+    pub alone: bool,
+}
+
 /// Each line's nearness to the examples, by id.
 async fn nearness(
-    embedder: &dyn Embedder,
+    run: &NearnessRun<'_>,
     lines: &[&Line],
 ) -> anyhow::Result<BTreeMap<String, semantic::Nearness>> {
-    let examples = hindsight_embed::screen::examples(embedder).await?;
+    let embedder = run.embedder;
+    let examples = hindsight_embed::screen::examples(embedder, run.cache_dir).await?;
     let contents: Vec<String> = lines.iter().map(|l| l.content.clone()).collect();
     let vectors = hindsight_embed::screen::embed_all(embedder, &contents).await?;
     Ok(lines
@@ -215,16 +226,14 @@ async fn nearness(
         .collect())
 }
 
-/// Scores the corpus in `dir` on `split`; with `embedder`, nearness counts
-/// too, as in the pipeline beside a cue, or with `nearness_alone` on its own.
+/// Scores the corpus in `dir` on `split`; with `near`, nearness counts too.
 pub async fn run(
     dir: &Path,
     split: Split,
     threshold: f64,
     verbose: bool,
-    embedder: Option<&dyn Embedder>,
+    near: Option<NearnessRun<'_>>,
     with_learnt: bool,
-    nearness_alone: bool,
 ) -> anyhow::Result<Report> {
     let attacks = read(&dir.join("attacks.jsonl"))?;
     let lookalikes = read(&dir.join("lookalikes.jsonl"))?;
@@ -234,14 +243,15 @@ pub async fn run(
     } else {
         None
     };
-    let near = match embedder {
-        Some(e) => {
+    let alone = near.as_ref().is_some_and(|n| n.alone);
+    let near = match near {
+        Some(run) => {
             let lines: Vec<&Line> = attacks
                 .iter()
                 .chain(&lookalikes)
                 .filter(|l| split.holds(l))
                 .collect();
-            nearness(e, &lines).await?
+            nearness(&run, &lines).await?
         }
         None => BTreeMap::new(),
     };
@@ -253,7 +263,7 @@ pub async fn run(
             a.score = 0.0;
         }
         if let Some(&n) = near.get(&line.id) {
-            if nearness_alone {
+            if alone {
                 semantic::judge_alone(&mut a, &line.content, n);
             } else {
                 semantic::judge(&mut a, &line.content, n);
