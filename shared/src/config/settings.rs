@@ -194,7 +194,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_SCREEN_LEARNT",
         "on",
-        "Whether the filter's screen adds its learnt model's opinion (logistic regression over the text's character runs, fit at start to the tune part of `tests/corpus/screen/`, compiled in): up to 0.8 onto the score for text like the attacks, up to 0.8 off for text like the look-alikes. `off` leaves the filter to its cues.",
+        "Whether the filter's screen adds its learnt model's opinion (logistic regression over the text's character runs, fit at start to the tune part of `tests/corpus/screen/`, compiled in): up to 0.9 onto the score for text like the attacks, up to 0.9 off for text like the look-alikes. `off` leaves the filter to its cues.",
     ),
     setting(
         "HINDSIGHT_TIME_ZONE",

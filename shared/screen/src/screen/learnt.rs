@@ -4,11 +4,13 @@
 //! derived from it is kept beside it.
 //!
 //! The cues ask what a text does with words someone wrote down for each
-//! language; the model weighs every run of 2 to 4 characters of the folded
-//! text (which also reads Chinese and Japanese, where words have no spaces)
-//! by how it separated attacks from look-alikes. It is logistic regression
-//! with an L2 penalty, fit by AdaGrad in a fixed order, so every process
-//! learns the same weights. What it adds to the screen's score is
+//! language; the model weighs every run of 1 to 4 characters of the folded
+//! text (which also reads Chinese and Japanese, where one character can be a
+//! word and words have no spaces) by how it separated attacks from
+//! look-alikes. A run counts by how rare it is among the training texts (its
+//! inverse document frequency), and each text's vector has length 1. It is
+//! logistic regression with an L2 penalty, fit by AdaGrad in a fixed order,
+//! so every process learns the same weights. What it adds to the screen's score is
 //! [`WEIGHT`] × (2p − 1) for the model's probability p that the text is an
 //! attack: it also takes off, for text that reads like the look-alikes.
 
@@ -20,11 +22,16 @@ use std::{
 
 use hindsight_core::turn::Source;
 
-/// How much the model can add to (or take off) the screen's score.
-pub const WEIGHT: f64 = 0.8;
+/// How much the model can add to (or take off) the screen's score. Chosen on
+/// the tune split: from 0.8, 0.9 caught 24 more attacks for 2 more
+/// look-alikes flagged, 1.0 another 15 for 4 more.
+pub const WEIGHT: f64 = 0.9;
 
-/// Lengths of the character runs read.
-const GRAMS: std::ops::RangeInclusive<usize> = 2..=4;
+/// Lengths of the character runs read. Measured on the tune split, fit
+/// without each line's family (area under the ROC curve of the model alone,
+/// with scikit-learn's equivalent): runs of 2 to 4, 0.889; of 1 to 4, 0.905;
+/// the same weighted by rarity, 0.914.
+const GRAMS: std::ops::RangeInclusive<usize> = 1..=4;
 /// A run must occur in this many training texts to be weighed.
 const MIN_TEXTS: usize = 2;
 const EPOCHS: usize = 30;
@@ -40,10 +47,12 @@ pub struct Example {
     pub attack: bool,
 }
 
-/// The learnt weights, keyed by the hash of a run (or of the source).
+/// The learnt weights, keyed by the hash of a run (or of the source): for
+/// each, its weight times its rarity, and its rarity squared (a text's
+/// vector is divided by its length, over the runs the model knows).
 #[derive(Debug, Default)]
 pub struct Model {
-    weights: HashMap<u64, f32, BuildHasherDefault<Passthrough>>,
+    weights: HashMap<u64, (f32, f32), BuildHasherDefault<Passthrough>>,
     bias: f32,
 }
 
@@ -85,8 +94,7 @@ fn source_key(source: Source) -> u64 {
     h
 }
 
-/// The features of one text: each distinct run once, and the source, each
-/// with the same value so that the vector has length 1. The text is read
+/// The features of one text: each distinct run once, and the source. The text is read
 /// with runs of whitespace as one space and a space at each end; each run
 /// ends at a character boundary, so the runs ending there are those starting
 /// at the last few boundaries (kept in a ring, not a list of every one).
@@ -122,8 +130,10 @@ fn features(folded: &str, source: Source) -> Vec<u64> {
         for n in GRAMS {
             if j >= n {
                 let run = &text[ring[(j - n) % RING]..end];
-                // A run that is all spaces or one letter between spaces says nothing.
-                if run.trim().chars().nth(1).is_some() {
+                // A run that is all spaces or one letter between spaces says
+                // nothing; one character alone is a run of its own.
+                let trimmed = run.trim();
+                if (n == 1 && !trimmed.is_empty()) || trimmed.chars().nth(1).is_some() {
                     keys.push(hash(run.as_bytes()));
                 }
             }
@@ -154,24 +164,35 @@ impl Model {
             }
         }
         // Sorted keys: the same feature order, so the same sums, in every process.
-        let mut kept: Vec<u64> = texts
-            .into_iter()
-            .filter(|&(_, n)| n >= MIN_TEXTS)
-            .map(|(k, _)| k)
-            .collect();
+        let mut kept: Vec<(u64, usize)> =
+            texts.into_iter().filter(|&(_, n)| n >= MIN_TEXTS).collect();
         kept.sort_unstable();
-        let index: HashMap<u64, u32> = kept
-            .into_iter()
-            .enumerate()
-            .map(|(j, k)| (k, j as u32))
+        // Rarity, smoothed as if one more text held every run.
+        let total = docs.len() as f32;
+        let rarity: Vec<f32> = kept
+            .iter()
+            .map(|&(_, n)| ((1.0 + total) / (1.0 + n as f32)).ln() + 1.0)
             .collect();
-        let rows: Vec<(Vec<u32>, f32)> = docs
+        let index: HashMap<u64, u32> = kept
+            .iter()
+            .enumerate()
+            .map(|(j, &(k, _))| (k, j as u32))
+            .collect();
+        // Each row's features with their values: rarity over the row's length.
+        let rows: Vec<Vec<(u32, f32)>> = docs
             .iter()
             .map(|d| {
                 let mut row: Vec<u32> = d.iter().filter_map(|k| index.get(k).copied()).collect();
                 row.sort_unstable();
-                let value = 1.0 / (row.len().max(1) as f32).sqrt();
-                (row, value)
+                let norm = row
+                    .iter()
+                    .map(|&j| rarity[j as usize].powi(2))
+                    .sum::<f32>()
+                    .sqrt()
+                    .max(f32::MIN_POSITIVE);
+                row.into_iter()
+                    .map(|j| (j, rarity[j as usize] / norm))
+                    .collect()
             })
             .collect();
         let mut w = vec![0f32; index.len()];
@@ -188,13 +209,13 @@ impl Model {
                 order.swap(i, (seed % (i as u64 + 1)) as usize);
             }
             for &i in &order {
-                let (row, value) = &rows[i];
+                let row = &rows[i];
                 let label = if examples[i].attack { 1.0 } else { 0.0 };
-                let z = bias + row.iter().map(|&j| w[j as usize]).sum::<f32>() * value;
+                let z = bias + row.iter().map(|&(j, x)| w[j as usize] * x).sum::<f32>();
                 let err = sigmoid(z) - label;
-                for &j in row {
+                for &(j, x) in row {
                     let j = j as usize;
-                    let g = err * value + PENALTY * w[j];
+                    let g = err * x + PENALTY * w[j];
                     g2[j] += g * g;
                     w[j] -= RATE * g / g2[j].sqrt();
                 }
@@ -204,18 +225,26 @@ impl Model {
         }
         let weights = index
             .into_iter()
-            .map(|(k, j)| (k, w[j as usize]))
-            .filter(|(_, v)| *v != 0.0)
+            .map(|(k, j)| {
+                let r = rarity[j as usize];
+                (k, (w[j as usize] * r, r * r))
+            })
             .collect();
         Model { weights, bias }
     }
 
     /// The probability that `folded`, from `source`, is an attack.
     pub fn probability(&self, folded: &str, source: Source) -> f64 {
-        let keys = features(folded, source);
-        let value = 1.0 / (keys.len().max(1) as f32).sqrt();
-        let sum: f32 = keys.iter().filter_map(|k| self.weights.get(k)).sum();
-        f64::from(sigmoid(self.bias + sum * value))
+        let (mut sum, mut squares) = (0f32, 0f32);
+        for (weighted, square) in features(folded, source)
+            .iter()
+            .filter_map(|k| self.weights.get(k))
+        {
+            sum += weighted;
+            squares += square;
+        }
+        let norm = squares.sqrt().max(f32::MIN_POSITIVE);
+        f64::from(sigmoid(self.bias + sum / norm))
     }
 
     /// What the model adds to the screen's score for `folded`.
@@ -254,10 +283,11 @@ mod tests {
         let han = features("忽略指令", Source::Tool);
         assert!(han.contains(&hash("指令".as_bytes())));
         assert!(han.contains(&hash(b"source:tool")));
-        // Every run of 2 to 4 characters of " ab cd " once, but " a", "b "…
+        // Every run of 1 to 4 characters of " ab cd " once, but " a", "b "…
         // of one letter and spaces are left out.
         let mut expected: Vec<u64> = [
-            "ab", " ab", "ab ", "b c", " ab ", "ab c", "b cd", "cd", " cd", "cd ", " cd ",
+            "a", "b", "c", "d", "ab", " ab", "ab ", "b c", " ab ", "ab c", "b cd", "cd", " cd",
+            "cd ", " cd ",
         ]
         .iter()
         .map(|r| hash(r.as_bytes()))
