@@ -27,8 +27,11 @@ pub fn path(dir: &Path, kind: &str, model: &ModelId, texts: &[String]) -> PathBu
         hash.update(text.as_bytes());
     }
     let digest = hash.finalize();
-    let short: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    dir.join(format!("{kind}-{}-{short}.vec", model.slug()))
+    dir.join(format!(
+        "{kind}-{}-{}.vec",
+        model.slug(),
+        hex::encode(&digest[..8])
+    ))
 }
 
 /// The `count` vectors of `dimension` floats in the file, if it holds exactly those.
