@@ -45,8 +45,8 @@ use std::{
 };
 
 use harness::{
-    Pipeline, STAGES, Turns, consumers, drained, local_servers, mean_max, memories, pending_index,
-    publish, restart_postgres, start_nats, stop_nats, subject, turns, verify,
+    PATIENCE, Pipeline, STAGES, Turns, consumers, drained, local_servers, mean_max, memories,
+    pending_index, publish, restart_postgres, start_nats, stop_nats, subject, turns, verify,
 };
 use hindsight_tests::{
     Deployment,
@@ -58,9 +58,6 @@ use serde_json::{Value, json};
 static MACHINE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 const TENANT: &str = "acme";
-
-/// How long the pipeline may take to drain once the fault is over.
-const DRAIN: Duration = Duration::from_secs(240);
 
 /// Starts publishing in the background.
 fn start_publishing(
@@ -83,25 +80,29 @@ async fn finish(
     turns: &Turns,
     mut p: Pipeline,
 ) -> (harness::Counts, Option<Duration>, Vec<harness::Exit>) {
-    let drain = drained(d, turns, &mut p, DRAIN).await;
+    let drain = drained(d, turns, &mut p, &PATIENCE).await;
     // Read while the processes still run: what a stuck pipeline was doing.
-    let stuck = match drain {
-        Some(_) => None,
-        None => {
+    let stuck = match &drain {
+        Ok(_) => None,
+        Err(why) => {
+            // Last stage first: the further down, the likelier the one behind.
             let logs: Vec<String> = STAGES
                 .iter()
+                .rev()
                 .map(|s| format!("--- {s} log ends:\n{}", p.log_tail(s)))
                 .collect();
-            Some(format!("{}\n{}", consumers(d).await, logs.join("\n")))
+            Some(format!(
+                "{why}; consumers: {}\n{}",
+                consumers(d).await,
+                logs.join("\n")
+            ))
         }
     };
     let exits = p.exits.clone();
     let unclean = p.stop().await;
     let (counts, mut bad) = verify(d, turns).await;
     if let Some(stuck) = stuck {
-        bad.push(format!(
-            "the pipeline did not drain within {DRAIN:?}; consumers: {stuck}"
-        ));
+        bad.push(format!("the pipeline did not drain: {stuck}"));
     }
     for u in unclean {
         bad.push(format!("not stopped cleanly: {u}"));
@@ -113,7 +114,7 @@ async fn finish(
         bad.join("\n- "),
         counts.line()
     );
-    (counts, drain, exits)
+    (counts, drain.ok(), exits)
 }
 
 fn exits_line(exits: &[harness::Exit]) -> String {
@@ -287,7 +288,7 @@ async fn vector_index_unavailable_during_ingest() {
     std::fs::remove_file(&switch).expect("switch the index on");
     let back = Instant::now();
     let mut caught_up = None;
-    while back.elapsed() < DRAIN {
+    while back.elapsed() < PATIENCE.cap {
         p.supervised_sleep(Duration::from_millis(100)).await;
         if pending_index(&d).await == Some(0) {
             caught_up = Some(back.elapsed());

@@ -63,39 +63,87 @@ pub(super) async fn dead_letters(
     .ok()
 }
 
+/// How long the pipeline may go without progress before a wait gives up,
+/// and how long a wait may take in all. A slow machine (a CI runner shared
+/// with other work) drains slowly but steadily; a stuck pipeline stops
+/// making progress: the first is waited for, the second fails fast.
+pub struct Patience {
+    pub stall: Duration,
+    pub cap: Duration,
+}
+
+pub const PATIENCE: Patience = Patience {
+    stall: Duration::from_secs(120),
+    cap: Duration::from_secs(900),
+};
+
 /// Waits (supervising the processes) until every valid turn went through the
 /// filter, every kept turn was extracted, every fact is in a memory, the index
 /// caught up, every invalid turn is in the DLQ and every consumer is settled.
-/// Returns how long that took, or None after `timeout`.
+/// Returns how long that took, or why it gave up: no progress (work left in
+/// the consumers and the index did not shrink) for `patience.stall`, or not
+/// done within `patience.cap`; with the work left every 15 s, to tell a slow
+/// drain from a stuck one.
 pub async fn drained(
     d: &Deployment,
     turns: &Turns,
     pipeline: &mut Pipeline,
-    timeout: Duration,
-) -> Option<Duration> {
+    patience: &Patience,
+) -> Result<Duration, String> {
     let started = Instant::now();
+    let mut least: Option<u64> = None;
+    let mut progressed = started;
+    let mut trace: Vec<String> = Vec::new();
+    let mut traced = started;
     loop {
         pipeline.supervise();
-        let done = d
-            .ctx
-            .store
-            .drained(turns.valid.len())
-            .await
-            .unwrap_or(false)
+        let backlog = backlog(d).await;
+        let done = backlog == Some(0)
+            && d.ctx
+                .store
+                .drained(turns.valid.len())
+                .await
+                .unwrap_or(false)
             && dead_letters(d)
                 .await
-                .is_some_and(|l| l.len() >= turns.invalid.len())
-            && backlog(d).await == Some(0);
+                .is_some_and(|l| l.len() >= turns.invalid.len());
         if done {
-            return Some(started.elapsed());
+            return Ok(started.elapsed());
         }
-        if started.elapsed() > timeout {
-            return None;
+        let left = match (backlog, pending_index(d).await) {
+            (Some(b), Some(i)) => Some(b + i.max(0) as u64),
+            _ => None,
+        };
+        if let Some(left) = left
+            && least.is_none_or(|l| left < l)
+        {
+            least = Some(left);
+            progressed = Instant::now();
+        }
+        if traced.elapsed() >= Duration::from_secs(15) || trace.is_empty() {
+            traced = Instant::now();
+            trace.push(format!(
+                "{:.0} s: {}",
+                started.elapsed().as_secs_f64(),
+                left.map_or("?".into(), |l| l.to_string())
+            ));
+        }
+        let why = if progressed.elapsed() > patience.stall {
+            Some(format!("no progress for {:?}", patience.stall))
+        } else if started.elapsed() > patience.cap {
+            Some(format!("not drained within {:?}", patience.cap))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(format!(
+                "{why} (work left in the consumers and the index, every 15 s: {})",
+                trace.join(", ")
+            ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
-
 /// Memories still waiting to be indexed.
 pub async fn pending_index(d: &Deployment) -> Option<i64> {
     sqlx::query_scalar("SELECT count(*) FROM memories WHERE index_state = 'pending'")
