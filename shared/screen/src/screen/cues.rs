@@ -16,6 +16,7 @@ pub enum Cue {
     Consent,
     Memory,
     Secrecy,
+    Cover,
     Decode,
     Marker,
     Hidden,
@@ -28,7 +29,7 @@ pub enum Cue {
 }
 
 impl Cue {
-    pub const ALL: [Cue; 17] = [
+    pub const ALL: [Cue; 18] = [
         Cue::Override,
         Cue::Agent,
         Cue::Standing,
@@ -37,6 +38,7 @@ impl Cue {
         Cue::Consent,
         Cue::Memory,
         Cue::Secrecy,
+        Cue::Cover,
         Cue::Decode,
         Cue::Marker,
         Cue::Hidden,
@@ -80,6 +82,7 @@ impl Cue {
             Cue::Consent => "consent",
             Cue::Memory => "memory",
             Cue::Secrecy => "secrecy",
+            Cue::Cover => "cover",
             Cue::Decode => "decode",
             Cue::Marker => "marker",
             Cue::Hidden => "hidden",
