@@ -246,11 +246,6 @@ impl Model {
         let norm = squares.sqrt().max(f32::MIN_POSITIVE);
         f64::from(sigmoid(self.bias + sum / norm))
     }
-
-    /// What the model adds to the screen's score for `folded`.
-    pub fn contribution(&self, folded: &str, source: Source) -> f64 {
-        WEIGHT * (2.0 * self.probability(folded, source) - 1.0)
-    }
 }
 
 /// The corpus's `tune` lines as training examples.
