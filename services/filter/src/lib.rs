@@ -32,7 +32,12 @@ pub fn tasks(ctx: &Context) -> Vec<StageTask> {
 pub fn from_config(config: &Config, store: Store) -> FilterStage {
     let screen = screen::Settings::from_config(config);
     if screen.learnt {
+        let started = std::time::Instant::now();
         screen::learnt::model();
+        tracing::info!(
+            ms = started.elapsed().as_millis() as u64,
+            "the screen's learnt model is fit"
+        );
     }
     FilterStage::new(store)
         .screening(screen)
