@@ -125,4 +125,5 @@ async fn term_statistics_match_a_recount_after_every_kind_of_write() {
         .expect("recount of users");
         assert_eq!(users, recount, "per-user totals after {sql}");
     }
+    d.remove().await;
 }
