@@ -4,6 +4,7 @@
 //! namespace and database, so the suites run side by side.
 
 mod dedupe_languages;
+mod edge_index_repair;
 mod embedder_reference;
 mod envelope_roundtrip;
 mod erase;

@@ -60,19 +60,13 @@ impl EdgeIndex {
                 EdgeVectorParams::builder(collection.dimension, Distance::Cosine).build(),
             )
             .build();
-        let shard = if path.join("edge_config.json").exists() {
+        let loaded = path.join("edge_config.json").exists();
+        let shard = if loaded {
             EdgeShard::load(&path, None).map_err(failed)?
         } else {
-            let shard = EdgeShard::new(&path, config).map_err(failed)?;
-            for field in crate::KEYWORD_FIELDS {
-                create_index(&shard, field, PayloadSchemaType::Keyword)?;
-            }
-            for field in crate::INTEGER_FIELDS {
-                create_index(&shard, field, PayloadSchemaType::Integer)?;
-            }
-            shard.flush();
-            shard
+            EdgeShard::new(&path, config).map_err(failed)?
         };
+        payload_indexes(&shard, &collection.name, loaded)?;
         let shard = Arc::new(shard);
         shards.insert(collection.name.clone(), shard.clone());
         Ok(shard)
@@ -113,6 +107,36 @@ fn path(field: &str) -> Result<qdrant_edge::JsonPath, IndexError> {
     field
         .try_into()
         .map_err(|_| failed(format!("invalid payload field {field:?}")))
+}
+
+/// Creates the payload indexes the shard lacks. A process killed between
+/// creating a shard and flushing its indexes leaves a shard that loads
+/// without them, and every filtered search then reads each point's payload
+/// from storage: persist slowed to a crawl that way after a `kill -9`.
+fn payload_indexes(shard: &EdgeShard, name: &str, loaded: bool) -> Result<(), IndexError> {
+    let schema = shard.info().payload_schema;
+    let mut created = Vec::new();
+    let fields = crate::KEYWORD_FIELDS
+        .iter()
+        .map(|f| (*f, PayloadSchemaType::Keyword))
+        .chain(
+            crate::INTEGER_FIELDS
+                .iter()
+                .map(|f| (*f, PayloadSchemaType::Integer)),
+        );
+    for (field, kind) in fields {
+        if !schema.contains_key(&path(field)?) {
+            create_index(shard, field, kind)?;
+            created.push(field);
+        }
+    }
+    if !created.is_empty() {
+        shard.flush();
+        if loaded {
+            tracing::warn!(collection = name, fields = ?created, "the embedded index lacked payload indexes (a process stopped while creating it): created them");
+        }
+    }
+    Ok(())
 }
 
 fn create_index(shard: &EdgeShard, field: &str, kind: PayloadSchemaType) -> Result<(), IndexError> {
