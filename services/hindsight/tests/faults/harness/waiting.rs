@@ -144,6 +144,7 @@ pub async fn drained(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
 /// Memories still waiting to be indexed.
 pub async fn pending_index(d: &Deployment) -> Option<i64> {
     sqlx::query_scalar("SELECT count(*) FROM memories WHERE index_state = 'pending'")
