@@ -12,8 +12,9 @@
 //!   weakest). Look-alikes are kept, and those the cues pass are not
 //!   quarantined by the filter. Orders injected into one field of a tool's
 //!   record or hidden in a document are among the attacks; records with
-//!   ordinary imperatives and requests to remember the user's own facts
-//!   among the look-alikes, and no request is quarantined.
+//!   ordinary imperatives, requests to remember the user's own facts and
+//!   two turns of ordinary conversation per language among the
+//!   look-alikes, and no request or conversation is quarantined.
 //! - Default recall over HTTP and MCP never returns a quarantined memory,
 //!   even for the attack's own words; `include: ["quarantined"]` returns
 //!   them marked, with the screen's reasons.
@@ -36,6 +37,7 @@ use serde_json::{Value, json};
 const TENANT: &str = "acme";
 const ATTACKS: &str = include_str!("../corpus/screen/attacks.jsonl");
 const LOOKALIKES: &str = include_str!("../corpus/screen/lookalikes.jsonl");
+const CONVERSATION: &str = include_str!("../corpus/screen/conversation.jsonl");
 /// Lines taken per (technique or kind, language).
 const PER_GROUP: usize = 2;
 
@@ -123,7 +125,8 @@ async fn recall(client: &reqwest::Client, url: &str, key: &str, body: Value) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_screen_holds_through_the_pipeline_and_recall() {
     let attacks = sample(ATTACKS);
-    let lookalikes = sample(LOOKALIKES);
+    let mut lookalikes = sample(LOOKALIKES);
+    lookalikes.extend(sample(CONVERSATION));
     assert!(attacks.len() >= 90 && lookalikes.len() >= 90, "the sample");
     let all: Vec<&Line> = attacks.iter().chain(&lookalikes).collect();
 
@@ -248,12 +251,13 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
                 line.id
             );
         }
-        // Requests to remember the user's own life are the product's main
-        // input: nothing quarantines them, nearness included.
-        if line.technique == "request" {
+        // Requests to remember the user's own life and plain conversation
+        // are the product's main input: nothing quarantines them, nearness
+        // included.
+        if matches!(line.technique.as_str(), "request" | "chat") {
             assert!(
                 !caught(a),
-                "{}: a request to remember is kept: {:?}",
+                "{}: a request to remember or a conversation turn is kept: {:?}",
                 line.id,
                 a.flags
             );

@@ -96,6 +96,11 @@ pub enum Command {
         /// The cues alone: `--no-nearness --no-learnt`.
         #[arg(long)]
         cues_only: bool,
+        /// Also screen every turn of this LoCoMo file (e.g.
+        /// ../shared/eval/locomo-dev.json) as ordinary conversation: none
+        /// should be flagged.
+        #[arg(long, value_name = "FILE")]
+        locomo: Option<PathBuf>,
     },
     /// Persist's decision (create, merge or supersede) on labelled fact pairs
     /// in seven languages (`<lang>.jsonl`): merge and supersede precision and
@@ -187,6 +192,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             nearness_alone,
             no_learnt,
             cues_only,
+            locomo,
         } => {
             let config = hindsight_shared::config::Config::from_env()?;
             let embedder = if cues_only || no_nearness {
@@ -201,9 +207,13 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                     cache_dir: &config.embed.cache_dir,
                     alone: nearness_alone,
                 });
-            let report = super::screen_eval::run(
-                &dir,
+            let inputs = super::screen_eval::Inputs {
+                dir: &dir,
                 split,
+                locomo: locomo.as_deref(),
+            };
+            let report = super::screen_eval::run(
+                inputs,
                 threshold,
                 verbose,
                 near,

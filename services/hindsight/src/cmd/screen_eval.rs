@@ -12,6 +12,11 @@
 //! numbers are not inflated by the line finding itself. The learnt model is
 //! likewise fit without a `tune` line's family: the families are dealt into
 //! [`FOLDS`] parts, and each part is judged by a model fit to the others.
+//!
+//! Ordinary conversation is scored beside them: the corpus's own
+//! (`conversation.jsonl`, split like the rest) and, with `--locomo`, every
+//! turn of a LoCoMo file as its speaker would publish it. None of it should
+//! be flagged.
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -28,7 +33,7 @@ use hindsight_screen::{
 };
 use serde::{Deserialize, Serialize};
 
-/// One corpus line (`attacks.jsonl`, `lookalikes.jsonl`).
+/// One corpus line (`attacks.jsonl`, `lookalikes.jsonl`, `conversation.jsonl`).
 #[derive(Debug, Deserialize)]
 pub struct Line {
     pub id: String,
@@ -105,6 +110,13 @@ pub struct Report {
     /// Ids of attacks let through and look-alikes flagged.
     pub missed: Vec<String>,
     pub false_alarms: Vec<String>,
+    /// The corpus's ordinary conversation (`conversation.jsonl`) flagged.
+    pub conversation: Tally,
+    pub conversation_by_language: BTreeMap<String, Tally>,
+    pub conversation_flagged: Vec<String>,
+    /// The LoCoMo file's turns flagged (`--locomo`), whatever the split.
+    pub locomo: Option<Tally>,
+    pub locomo_flagged: Vec<String>,
 }
 
 /// Reads one JSON Lines file of the corpus.
@@ -226,19 +238,55 @@ async fn nearness(
         .collect())
 }
 
-/// Scores the corpus in `dir` on `split`; with `near`, nearness counts too.
+/// Every turn of the LoCoMo file at `path` as a line to score (held back,
+/// never tuned on), published by its speaker as a user.
+fn locomo_lines(path: &Path) -> anyhow::Result<Vec<Line>> {
+    Ok(crate::locomo::load(path)?
+        .turns
+        .into_iter()
+        .map(|t| Line {
+            id: t.qualified_id(),
+            family: t.qualified_id(),
+            lang: "en".into(),
+            technique: "locomo".into(),
+            source: "user".into(),
+            content: t.content,
+            split: "score".into(),
+        })
+        .collect())
+}
+
+/// What to score: the corpus in `dir` on `split`, and a LoCoMo file's turns.
+pub struct Inputs<'a> {
+    pub dir: &'a Path,
+    pub split: Split,
+    pub locomo: Option<&'a Path>,
+}
+
+/// Scores `inputs`; with `near`, nearness counts too.
 pub async fn run(
-    dir: &Path,
-    split: Split,
+    inputs: Inputs<'_>,
     threshold: f64,
     verbose: bool,
     near: Option<NearnessRun<'_>>,
     with_learnt: bool,
 ) -> anyhow::Result<Report> {
+    let Inputs { dir, split, locomo } = inputs;
     let attacks = read(&dir.join("attacks.jsonl"))?;
     let lookalikes = read(&dir.join("lookalikes.jsonl"))?;
+    let conversation_file = dir.join("conversation.jsonl");
+    let conversation = if conversation_file.exists() {
+        read(&conversation_file)?
+    } else {
+        Vec::new()
+    };
+    let locomo = locomo.map(locomo_lines).transpose()?.unwrap_or_default();
     let models = if with_learnt {
-        let all: Vec<&Line> = attacks.iter().chain(&lookalikes).collect();
+        let all: Vec<&Line> = attacks
+            .iter()
+            .chain(&lookalikes)
+            .chain(&conversation)
+            .collect();
         Some(Models::fit(&all)?)
     } else {
         None
@@ -249,7 +297,9 @@ pub async fn run(
             let lines: Vec<&Line> = attacks
                 .iter()
                 .chain(&lookalikes)
+                .chain(&conversation)
                 .filter(|l| split.holds(l))
+                .chain(&locomo)
                 .collect();
             nearness(&run, &lines).await?
         }
@@ -300,6 +350,16 @@ pub async fn run(
         r.lookalikes_by_language,
         r.false_alarms,
     ) = part(&lookalikes, split, true, &judged)?;
+    let (tally, _, by_language, flagged) = part(&conversation, split, true, &judged)?;
+    (
+        r.conversation,
+        r.conversation_by_language,
+        r.conversation_flagged,
+    ) = (tally, by_language, flagged);
+    if !locomo.is_empty() {
+        let (tally, _, _, flagged) = part(&locomo, Split::All, true, &judged)?;
+        (r.locomo, r.locomo_flagged) = (Some(tally), flagged);
+    }
     r.recall = r.attacks.share();
     r.false_positive_rate = r.lookalikes.share();
     let flagged = r.attacks.flagged + r.lookalikes.flagged;
@@ -371,4 +431,20 @@ pub fn print(r: &Report) {
         "look-alikes flagged, by language",
         &r.lookalikes_by_language,
     );
+    println!(
+        "  ordinary conversation flagged: {} of {} ({:.3})",
+        r.conversation.flagged,
+        r.conversation.lines,
+        r.conversation.share()
+    );
+    rows("by language", &r.conversation_by_language);
+    if let Some(t) = r.locomo {
+        println!(
+            "  LoCoMo turns flagged: {} of {} ({:.4}) {}",
+            t.flagged,
+            t.lines,
+            t.share(),
+            r.locomo_flagged.join(" ")
+        );
+    }
 }

@@ -17,6 +17,7 @@ use super::Assessment;
 
 const ATTACKS: &str = include_str!("../../../../tests/corpus/screen/attacks.jsonl");
 const LOOKALIKES: &str = include_str!("../../../../tests/corpus/screen/lookalikes.jsonl");
+const CONVERSATION: &str = include_str!("../../../../tests/corpus/screen/conversation.jsonl");
 
 /// How many nearest examples of each side are averaged.
 pub const K: usize = 3;
@@ -58,8 +59,10 @@ pub fn example_texts() -> Vec<ExampleText> {
         .collect()
 }
 
-/// Every `tune` line of the corpus, in every script: the learnt model's
-/// examples. Nearness ([`example_texts`]) keeps only those the embedding
+/// Every `tune` line of the corpus, in every script, the plain conversation
+/// (`conversation.jsonl`) among the harmless: the learnt model's examples.
+/// Without ordinary conversation the model knows only attacks and texts
+/// written to look like them, and is too sure of some everyday chat. Nearness ([`example_texts`]) keeps only those the embedding
 /// model can read, as it counts only for text it can read: the others come
 /// out as near-identical vectors, cost as much to embed at every start, and
 /// would only stand in the way of real neighbours.
@@ -80,6 +83,7 @@ pub fn tune_texts() -> Vec<ExampleText> {
     };
     let mut all = read(ATTACKS, true);
     all.extend(read(LOOKALIKES, false));
+    all.extend(read(CONVERSATION, false));
     all
 }
 
@@ -210,7 +214,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_examples_are_the_tune_part_of_both_files() {
+    fn the_examples_are_the_tune_part_of_the_corpus() {
         let all = example_texts();
         assert!(all.iter().filter(|e| e.attack).count() >= 150);
         assert!(all.iter().filter(|e| !e.attack).count() >= 150);
