@@ -4,10 +4,12 @@
 //! then reads each point's payload from storage (persist crawled that way in
 //! the kill-9 fault suite). Opening the shard creates what it lacks.
 
-use hindsight_index::{Collection, KEYWORD_FIELDS, Scope, VectorIndex, edge::EdgeIndex};
+use hindsight_index::{
+    Collection, KEYWORD_FIELDS, Scope, VectorIndex,
+    edge::{self, EdgeIndex},
+};
 use qdrant_edge::{
-    DEFAULT_VECTOR_NAME, Distance, EdgeConfig, EdgeShard, EdgeVectorParams, FieldIndexOperations,
-    PayloadFieldSchema, PayloadSchemaType, UpdateOperation,
+    EdgeShard, FieldIndexOperations, PayloadFieldSchema, PayloadSchemaType, UpdateOperation,
 };
 
 #[tokio::test]
@@ -19,15 +21,9 @@ async fn a_shard_left_without_its_payload_indexes_gets_them_when_opened() {
     };
     // What a kill leaves: the shard, with one of its indexes.
     {
-        let config = EdgeConfig::builder()
-            .vector(
-                DEFAULT_VECTOR_NAME,
-                EdgeVectorParams::builder(collection.dimension, Distance::Cosine).build(),
-            )
-            .build();
         let path = dir.join(&collection.name);
         std::fs::create_dir_all(&path).expect("shard dir");
-        let shard = EdgeShard::new(&path, config).expect("shard");
+        let shard = EdgeShard::new(&path, edge::shard_config(collection.dimension)).expect("shard");
         shard
             .update(UpdateOperation::FieldIndexOperation(
                 FieldIndexOperations::CreateIndex(qdrant_edge::CreateIndex {

@@ -54,17 +54,11 @@ impl EdgeIndex {
         }
         let path = self.dir.join(&collection.name);
         std::fs::create_dir_all(&path).map_err(failed)?;
-        let config = EdgeConfig::builder()
-            .vector(
-                DEFAULT_VECTOR_NAME,
-                EdgeVectorParams::builder(collection.dimension, Distance::Cosine).build(),
-            )
-            .build();
         let loaded = path.join("edge_config.json").exists();
         let shard = if loaded {
             EdgeShard::load(&path, None).map_err(failed)?
         } else {
-            EdgeShard::new(&path, config).map_err(failed)?
+            EdgeShard::new(&path, shard_config(collection.dimension)).map_err(failed)?
         };
         payload_indexes(&shard, &collection.name, loaded)?;
         let shard = Arc::new(shard);
@@ -107,6 +101,16 @@ fn path(field: &str) -> Result<qdrant_edge::JsonPath, IndexError> {
     field
         .try_into()
         .map_err(|_| failed(format!("invalid payload field {field:?}")))
+}
+
+/// A new shard's configuration: one cosine vector of `dimension`.
+pub fn shard_config(dimension: usize) -> EdgeConfig {
+    EdgeConfig::builder()
+        .vector(
+            DEFAULT_VECTOR_NAME,
+            EdgeVectorParams::builder(dimension, Distance::Cosine).build(),
+        )
+        .build()
 }
 
 /// Creates the payload indexes the shard lacks. A process killed between

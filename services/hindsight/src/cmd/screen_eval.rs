@@ -350,12 +350,12 @@ pub async fn run(
         r.lookalikes_by_language,
         r.false_alarms,
     ) = part(&lookalikes, split, true, &judged)?;
-    let (tally, _, by_language, flagged) = part(&conversation, split, true, &judged)?;
     (
         r.conversation,
+        _,
         r.conversation_by_language,
         r.conversation_flagged,
-    ) = (tally, by_language, flagged);
+    ) = part(&conversation, split, true, &judged)?;
     if !locomo.is_empty() {
         let (tally, _, _, flagged) = part(&locomo, Split::All, true, &judged)?;
         (r.locomo, r.locomo_flagged) = (Some(tally), flagged);

@@ -62,8 +62,8 @@ pub fn example_texts() -> Vec<ExampleText> {
 /// Every `tune` line of the corpus, in every script, the plain conversation
 /// (`conversation.jsonl`) among the harmless: the learnt model's examples.
 /// Without ordinary conversation the model knows only attacks and texts
-/// written to look like them, and is too sure of some everyday chat. Nearness ([`example_texts`]) keeps only those the embedding
-/// model can read, as it counts only for text it can read: the others come
+/// written to look like them, and is too sure of some everyday chat.
+/// Nearness ([`example_texts`]) keeps only those the embedding model can read, as it counts only for text it can read: the others come
 /// out as near-identical vectors, cost as much to embed at every start, and
 /// would only stand in the way of real neighbours.
 pub fn tune_texts() -> Vec<ExampleText> {
@@ -134,14 +134,20 @@ impl Examples {
     }
 }
 
+/// The mean of the `K` largest values. Runs per fact in the embed stage over
+/// every example: the `K` largest are selected, not the whole list sorted,
+/// then summed largest first.
 fn top_mean(values: &mut [f32]) -> f32 {
-    values.sort_by(|a, b| b.total_cmp(a));
-    let top = &values[..values.len().min(K)];
-    if top.is_empty() {
-        0.0
-    } else {
-        top.iter().sum::<f32>() / top.len() as f32
+    let k = values.len().min(K);
+    if k == 0 {
+        return 0.0;
     }
+    if k < values.len() {
+        values.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+    }
+    let top = &mut values[..k];
+    top.sort_by(|a, b| b.total_cmp(a));
+    top.iter().sum::<f32>() / k as f32
 }
 
 // Chosen on the tune split (each line compared without its own family):
