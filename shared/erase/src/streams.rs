@@ -227,11 +227,13 @@ impl Streams {
 }
 
 /// Whether a delete failed only because the message is not there: NATS says
-/// "no message found" as its own code, or (2.9) as a failed delete.
+/// "no message found" as its own code, or (2.9) as a failed delete, and
+/// "sequence not found" for a sequence outside what the stream holds.
 fn is_gone(e: &jetstream::stream::DeleteMessageError) -> bool {
     match e.kind() {
         jetstream::stream::DeleteMessageErrorKind::JetStream(j) => {
             j.error_code() == jetstream::ErrorCode::NO_MESSAGE_FOUND
+                || j.error_code() == jetstream::ErrorCode::SEQUENCE_NOT_FOUND
                 || (j.error_code() == jetstream::ErrorCode::STREAM_MESSAGE_DELETE_FAILED
                     && j.to_string().contains("no message found"))
         }
