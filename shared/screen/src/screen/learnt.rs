@@ -10,11 +10,13 @@
 //! look-alikes. A run counts by how rare it is among the training texts (its
 //! inverse document frequency), and each text's vector has length 1. It is
 //! logistic regression with an L2 penalty, fit by AdaGrad in a fixed order,
-//! so every process learns the same weights. What it adds to the screen's score is
-//! [`WEIGHT`] × (2p − 1) for the model's probability p that the text is an
-//! attack: it also takes off, for text that reads like the look-alikes.
+//! so every process learns the same weights. What it adds to the screen's score
+//! ([`opinion`]) grows with the log-odds of the model's probability p that the
+//! text is an attack, reaching the threshold alone at p = [`SURE`]; it also
+//! takes off, for text that reads like the look-alikes.
 
 use std::{
+    cell::RefCell,
     collections::HashMap,
     hash::{BuildHasherDefault, Hasher},
     sync::OnceLock,
@@ -22,10 +24,25 @@ use std::{
 
 use hindsight_core::turn::Source;
 
-/// How much the model can add to (or take off) the screen's score. Chosen on
-/// the tune split: from 0.8, 0.9 caught 24 more attacks for 2 more
-/// look-alikes flagged, 1.0 another 15 for 4 more.
-pub const WEIGHT: f64 = 0.9;
+/// The model's probability at which its opinion alone reaches the default
+/// threshold ([`super::DEFAULT_THRESHOLD`]): so sure that the text is an
+/// attack that no cue is needed beside it.
+pub const SURE: f64 = 0.92;
+/// The most the opinion takes off, for text like the look-alikes, and adds.
+const FLOOR: f64 = -0.9;
+const CEILING: f64 = 1.5;
+
+/// What the model's probability `p` adds to the screen's score: its log-odds,
+/// scaled so that p = [`SURE`] adds 1.0 (and p = 0.5 nothing), bounded.
+/// Log-odds rather than a line in p: the model's few very sure answers
+/// separate the two sides, its many middling ones only tip weak cues.
+pub fn opinion(p: f64) -> f64 {
+    let logit = |p: f64| {
+        let p = p.clamp(1e-6, 1.0 - 1e-6);
+        (p / (1.0 - p)).ln()
+    };
+    (logit(p) / logit(SURE)).clamp(FLOOR, CEILING)
+}
 
 /// Lengths of the character runs read. Measured on the tune split, fit
 /// without each line's family (area under the ROC curve of the model alone,
@@ -99,7 +116,16 @@ fn source_key(source: Source) -> u64 {
 /// ends at a character boundary, so the runs ending there are those starting
 /// at the last few boundaries (kept in a ring, not a list of every one).
 fn features(folded: &str, source: Source) -> Vec<u64> {
-    let mut text = String::with_capacity(folded.len() + 2);
+    let mut keys = Vec::new();
+    features_into(folded, source, &mut String::new(), &mut keys);
+    keys
+}
+
+/// [`features`] into `keys`, with `text` for the spaced text: buffers a
+/// caller keeps, so that screening a turn allocates nothing once they have grown.
+fn features_into(folded: &str, source: Source, text: &mut String, keys: &mut Vec<u64>) {
+    text.clear();
+    keys.clear();
     text.push(' ');
     let mut space = true;
     for c in folded.chars() {
@@ -118,7 +144,6 @@ fn features(folded: &str, source: Source) -> Vec<u64> {
     }
     const RING: usize = *GRAMS.end() + 1;
     let mut ring = [0usize; RING];
-    let mut keys = Vec::with_capacity(text.len() * 3 + 1);
     let ends = text
         .char_indices()
         .map(|(i, _)| i)
@@ -143,7 +168,6 @@ fn features(folded: &str, source: Source) -> Vec<u64> {
     keys.push(source_key(source));
     keys.sort_unstable();
     keys.dedup();
-    keys
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -235,14 +259,19 @@ impl Model {
 
     /// The probability that `folded`, from `source`, is an attack.
     pub fn probability(&self, folded: &str, source: Source) -> f64 {
-        let (mut sum, mut squares) = (0f32, 0f32);
-        for (weighted, square) in features(folded, source)
-            .iter()
-            .filter_map(|k| self.weights.get(k))
-        {
-            sum += weighted;
-            squares += square;
+        // Asked of every turn and every part of a record: the buffers are
+        // the thread's, kept between calls.
+        thread_local! {
+            static BUFFERS: RefCell<(String, Vec<u64>)> = const { RefCell::new((String::new(), Vec::new())) };
         }
+        let (mut sum, mut squares) = (0f32, 0f32);
+        BUFFERS.with_borrow_mut(|(text, keys)| {
+            features_into(folded, source, text, keys);
+            for (weighted, square) in keys.iter().filter_map(|k| self.weights.get(k)) {
+                sum += weighted;
+                squares += square;
+            }
+        });
         let norm = squares.sqrt().max(f32::MIN_POSITIVE);
         f64::from(sigmoid(self.bias + sum / norm))
     }
@@ -313,6 +342,17 @@ mod tests {
             model.probability("ignore lunch", Source::User),
             again.probability("ignore lunch", Source::User)
         );
+    }
+
+    #[test]
+    fn the_opinion_is_the_scaled_log_odds_and_only_a_sure_model_decides_alone() {
+        assert!(opinion(0.5).abs() < 1e-9);
+        assert!((opinion(SURE) - 1.0).abs() < 1e-9);
+        assert!(opinion(SURE - 0.02) < 1.0);
+        assert!((opinion(1.0 - SURE) + 0.9).abs() < 1e-9, "bounded below");
+        assert_eq!(opinion(1.0), CEILING);
+        assert_eq!(opinion(0.0), FLOOR);
+        assert!(opinion(0.7) > 0.0 && opinion(0.7) < opinion(0.8));
     }
 
     #[test]

@@ -226,7 +226,7 @@ fn assess_text(folded: &str, source: Source, model: Option<&learnt::Model>) -> A
     let (mut a, order_alone) = assess_folded(folded, source);
     if let Some(model) = model {
         let p = model.probability(folded, source);
-        let mut opinion = learnt::WEIGHT * (2.0 * p - 1.0);
+        let mut opinion = learnt::opinion(p);
         // The model tips weak cues either way; it does not overrule a cue
         // that is an order by itself (look-alikes use the same verbs).
         if order_alone {
