@@ -194,7 +194,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_SCREEN_LEARNT",
         "on",
-        "Whether the filter's screen adds its learnt model's opinion (logistic regression over the text's character runs, fit at start to the tune part of `tests/corpus/screen/`, compiled in): its probability's log-odds, scaled so that a probability of 0.92 adds 1.0 (the default threshold: so sure a model quarantines alone), up to 1.5 onto the score for text like the attacks and up to 0.9 off for text like the look-alikes and ordinary conversation. `off` leaves the filter to its cues.",
+        "Whether the filter's screen adds its learnt model's opinion (logistic regression over the text's character runs, fit at start to the tune part of `tests/corpus/screen/`, compiled in): its probability's log-odds, scaled so that a probability of 0.93 adds 1.0 (the default threshold: so sure a model quarantines alone), up to 1.5 onto the score for text like the attacks and up to 0.9 off for text like the look-alikes and ordinary conversation. `off` leaves the filter to its cues.",
     ),
     setting(
         "HINDSIGHT_TIME_ZONE",

@@ -26,8 +26,11 @@ use hindsight_core::turn::Source;
 
 /// The model's probability at which its opinion alone reaches the default
 /// threshold ([`super::DEFAULT_THRESHOLD`]): so sure that the text is an
-/// attack that no cue is needed beside it.
-pub const SURE: f64 = 0.92;
+/// attack that no cue is needed beside it. Chosen on the tune split (the
+/// model fit without each line's family): from 0.95, 0.93 caught 18 more
+/// attacks for 4 more look-alikes flagged, 0.92 another 12 for 4 more; at
+/// 0.93 the surest of LoCoMo's 2,760 dev turns scores 0.90.
+pub const SURE: f64 = 0.93;
 /// The most the opinion takes off, for text like the look-alikes, and adds.
 const FLOOR: f64 = -0.9;
 const CEILING: f64 = 1.5;
