@@ -227,8 +227,9 @@ fn assess_text(folded: &str, source: Source, model: Option<&learnt::Model>) -> A
     if let Some(model) = model {
         let p = model.probability(folded, source);
         let mut opinion = learnt::opinion(p);
-        // The model tips weak cues either way; it does not overrule a cue
-        // that is an order by itself (look-alikes use the same verbs).
+        // The model tips weak cues either way, and decides alone only when
+        // sure ([`learnt::SURE`]); it does not overrule a cue that is an
+        // order by itself (look-alikes use the same verbs).
         if order_alone {
             opinion = opinion.max(0.0);
         }

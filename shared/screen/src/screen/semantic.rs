@@ -63,9 +63,10 @@ pub fn example_texts() -> Vec<ExampleText> {
 /// (`conversation.jsonl`) among the harmless: the learnt model's examples.
 /// Without ordinary conversation the model knows only attacks and texts
 /// written to look like them, and is too sure of some everyday chat.
-/// Nearness ([`example_texts`]) keeps only those the embedding model can read, as it counts only for text it can read: the others come
-/// out as near-identical vectors, cost as much to embed at every start, and
-/// would only stand in the way of real neighbours.
+/// Nearness ([`example_texts`]) keeps only those the embedding model can
+/// read, as it counts only for text it can read: the others come out as
+/// near-identical vectors, cost as much to embed at every start, and would
+/// only stand in the way of real neighbours.
 pub fn tune_texts() -> Vec<ExampleText> {
     let read = |data: &str, attack: bool| -> Vec<ExampleText> {
         data.lines()
