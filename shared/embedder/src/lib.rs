@@ -7,6 +7,7 @@
 
 pub mod bert;
 pub mod card;
+pub mod e5;
 pub mod local;
 pub mod remote;
 

