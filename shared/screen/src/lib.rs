@@ -51,7 +51,18 @@ pub fn assess_text(
     source: Source,
     model: Option<&screen::learnt::Model>,
 ) -> screen::Assessment {
-    let mut assessment = screen::assess_with(content, source, model);
+    assess_encoded(content, source, model, None)
+}
+
+/// [`assess_text`] with the encoder's probability for each of the texts the
+/// screen reads ([`screen::read_texts`]; see [`screen::assess_encoded`]).
+pub fn assess_encoded(
+    content: &str,
+    source: Source,
+    model: Option<&screen::learnt::Model>,
+    encoder: Option<&[f64]>,
+) -> screen::Assessment {
+    let mut assessment = screen::assess_encoded(content, source, model, encoder);
     // A reported attack (quoted, "such as…") or advice someone gave the
     // user ("told me to ignore…") matches the known patterns too;
     // it is the report the screen already discounted, not a second order.

@@ -101,6 +101,10 @@ pub enum Command {
         /// should be flagged.
         #[arg(long, value_name = "FILE")]
         locomo: Option<PathBuf>,
+        /// Ask the encoder model (multilingual-e5-small, from DIR) about the
+        /// turns the screen finds borderline, as a second opinion.
+        #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "models/multilingual-e5-small", conflicts_with_all = ["no_learnt", "cues_only"])]
+        encoder: Option<PathBuf>,
     },
     /// Persist's decision (create, merge or supersede) on labelled fact pairs
     /// in seven languages (`<lang>.jsonl`): merge and supersede precision and
@@ -193,6 +197,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             no_learnt,
             cues_only,
             locomo,
+            encoder,
         } => {
             let config = hindsight_shared::config::Config::from_env()?;
             let embedder = if cues_only || no_nearness {
@@ -212,12 +217,24 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                 split,
                 locomo: locomo.as_deref(),
             };
+            let encoder_model = encoder
+                .as_deref()
+                .map(hindsight_embedder::local::LocalEmbedder::load)
+                .transpose()?;
+            let encoder_run =
+                encoder_model
+                    .as_ref()
+                    .map(|embedder| super::screen_encoder::EncoderRun {
+                        embedder,
+                        cache_dir: &config.embed.cache_dir,
+                    });
             let report = super::screen_eval::run(
                 inputs,
                 threshold,
                 verbose,
                 near,
                 !(no_learnt || cues_only),
+                encoder_run,
             )
             .await?;
             if json {

@@ -7,6 +7,8 @@ pub mod maintenance;
 pub mod mcp;
 pub mod publish;
 pub mod recall;
+pub mod screen_corpus;
+pub mod screen_encoder;
 pub mod screen_eval;
 pub mod status;
 pub mod streams;

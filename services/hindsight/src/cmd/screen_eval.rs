@@ -20,55 +20,16 @@
 
 use std::{collections::BTreeMap, path::Path};
 
-use anyhow::Context;
 use hindsight_core::turn::parse_envelope;
 use hindsight_embedder::Embedder;
-use hindsight_screen::{
-    assess,
-    screen::{
-        self,
-        learnt::{self, Model},
-        semantic,
-    },
+use hindsight_screen::screen::{
+    self, encoder,
+    learnt::{self, Model},
+    semantic,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-/// One corpus line (`attacks.jsonl`, `lookalikes.jsonl`, `conversation.jsonl`).
-#[derive(Debug, Deserialize)]
-pub struct Line {
-    pub id: String,
-    pub lang: String,
-    /// For attacks the technique, for look-alikes their kind.
-    pub technique: String,
-    /// `user`, `agent`, `tool` or `document`.
-    pub source: String,
-    pub content: String,
-    pub family: String,
-    pub split: String,
-}
-
-/// Which part of the corpus to score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Split {
-    Tune,
-    Score,
-    All,
-}
-
-impl Split {
-    fn holds(self, line: &Line) -> bool {
-        self.includes(&line.split)
-    }
-
-    /// Whether a line marked `split` (`tune` or `score`) is in this part.
-    pub fn includes(self, split: &str) -> bool {
-        match self {
-            Split::Tune => split == "tune",
-            Split::Score => split == "score",
-            Split::All => true,
-        }
-    }
-}
+pub use super::screen_corpus::{FOLDS, Line, Split, fold_of, read};
 
 /// Counts for one group of lines.
 #[derive(Debug, Default, Clone, Copy, Serialize)]
@@ -119,22 +80,19 @@ pub struct Report {
     pub locomo_flagged: Vec<String>,
 }
 
-/// Reads one JSON Lines file of the corpus.
-pub fn read(path: &Path) -> anyhow::Result<Vec<Line>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).with_context(|| format!("{} line {}", path.display(), i + 1))
-        })
-        .collect()
-}
-
 /// The screen's assessment of `line`, published as its source would publish
 /// it, with `model` (none: cues only).
 pub fn assessed(line: &Line, model: Option<&Model>) -> anyhow::Result<screen::Assessment> {
+    assessed_with(line, model, None)
+}
+
+/// [`assessed`] with the encoder's probabilities for the texts the screen
+/// reads of the line ([`hindsight_screen::assess_encoded`]).
+pub fn assessed_with(
+    line: &Line,
+    model: Option<&Model>,
+    encoder: Option<&[f64]>,
+) -> anyhow::Result<screen::Assessment> {
     let (role, source) = match line.source.as_str() {
         "user" => ("user", "user"),
         "agent" => ("assistant", "agent"),
@@ -148,17 +106,12 @@ pub fn assessed(line: &Line, model: Option<&Model>) -> anyhow::Result<screen::As
     });
     let turn = parse_envelope(envelope.to_string().as_bytes(), "eval", chrono::Utc::now())
         .map_err(|e| anyhow::anyhow!("{}: {e}", line.id))?;
-    Ok(assess(&turn, model))
-}
-
-/// How many parts the `tune` families are dealt into for judging `tune` lines.
-pub const FOLDS: u64 = 5;
-
-/// A family's part: a stable hash, so that the parts do not follow file order.
-fn fold_of(family: &str) -> u64 {
-    family.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    }) % FOLDS
+    Ok(hindsight_screen::assess_encoded(
+        &turn.content,
+        turn.source,
+        model,
+        encoder,
+    ))
 }
 
 /// The learnt models: one fit to all `tune` lines (for everything else), and
@@ -270,6 +223,7 @@ pub async fn run(
     verbose: bool,
     near: Option<NearnessRun<'_>>,
     with_learnt: bool,
+    encoder: Option<super::screen_encoder::EncoderRun<'_>>,
 ) -> anyhow::Result<Report> {
     let Inputs { dir, split, locomo } = inputs;
     let attacks = read(&dir.join("attacks.jsonl"))?;
@@ -305,8 +259,29 @@ pub async fn run(
         }
         None => BTreeMap::new(),
     };
+    let encoded = match (&encoder, &models) {
+        (Some(run), Some(_)) => {
+            let lines: Vec<&Line> = attacks
+                .iter()
+                .chain(&lookalikes)
+                .chain(&conversation)
+                .filter(|l| split.holds(l) || l.split == "tune")
+                .chain(&locomo)
+                .collect();
+            Some(super::screen_encoder::Encoded::fit(run, &lines).await?)
+        }
+        _ => None,
+    };
     let judged = |line: &Line| -> anyhow::Result<bool> {
-        let mut a = assessed(line, models.as_ref().map(|m| m.for_line(line)))?;
+        let model = models.as_ref().map(|m| m.for_line(line));
+        let mut a = assessed(line, model)?;
+        // As in the pipeline: the encoder is asked only about a turn the
+        // screen found borderline.
+        if let Some(encoded) = &encoded
+            && encoder::asks(a.score, threshold)
+        {
+            a = assessed_with(line, model, Some(&encoded.probabilities(line)?))?;
+        }
         if !a.recorded() {
             // As in the pipeline: a score the turn does not carry is 0 to
             // the embed stage.

@@ -40,11 +40,17 @@ const CEILING: f64 = 1.5;
 /// Log-odds rather than a line in p: the model's few very sure answers
 /// separate the two sides, its many middling ones only tip weak cues.
 pub fn opinion(p: f64) -> f64 {
+    opinion_at(p, SURE)
+}
+
+/// [`opinion`] for a probability that reaches the threshold at `sure`
+/// (the learnt model's combined with the encoder's has its own).
+pub fn opinion_at(p: f64, sure: f64) -> f64 {
     let logit = |p: f64| {
         let p = p.clamp(1e-6, 1.0 - 1e-6);
         (p / (1.0 - p)).ln()
     };
-    (logit(p) / logit(SURE)).clamp(FLOOR, CEILING)
+    (logit(p) / logit(sure)).clamp(FLOOR, CEILING)
 }
 
 /// Lengths of the character runs read. Measured on the tune split, fit

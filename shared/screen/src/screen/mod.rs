@@ -14,6 +14,7 @@
 //! Payloads found encoded in the text are decoded and screened as well.
 
 mod cues;
+pub mod encoder;
 pub mod learnt;
 pub mod normalise;
 pub mod parts;
@@ -183,14 +184,44 @@ pub fn assess(text: &str, source: Source) -> Assessment {
 /// the rest (measured on the corpus: more attacks in records caught and
 /// fewer records flagged than reading the whole, or the stronger of both).
 pub fn assess_with(text: &str, source: Source, model: Option<&learnt::Model>) -> Assessment {
-    let parts = match source {
+    assess_encoded(text, source, model, None)
+}
+
+/// The texts the screen reads of `text` from `source`, folded: a record's
+/// parts, or the whole. The encoder ([`encoder`]) is asked about each.
+pub fn read_texts(text: &str, source: Source) -> Vec<String> {
+    let parts = split(text, source);
+    if parts.is_empty() {
+        vec![normalise::fold(text)]
+    } else {
+        parts.iter().map(|p| normalise::fold(&p.text)).collect()
+    }
+}
+
+fn split(text: &str, source: Source) -> Vec<parts::Part<'_>> {
+    match source {
         Source::Tool | Source::External => parts::split(text),
         Source::User | Source::Agent => Vec::new(),
-    };
+    }
+}
+
+/// [`assess_with`], with the encoder's probability that each of
+/// [`read_texts`] is an attack: combined with the learnt model's, it
+/// replaces the learnt model's opinion ([`encoder::combined`]). Without the
+/// learnt model, or with another count of probabilities, the encoder is not heard.
+pub fn assess_encoded(
+    text: &str,
+    source: Source,
+    model: Option<&learnt::Model>,
+    encoder: Option<&[f64]>,
+) -> Assessment {
+    let parts = split(text, source);
+    let encoder = encoder.filter(|e| e.len() == parts.len().max(1));
     let mut a = if parts.is_empty() {
-        assess_text(&normalise::fold(text), source, model)
+        let heard = encoder.and_then(|e| e.first().copied());
+        assess_text(&normalise::fold(text), source, model, heard)
     } else {
-        strongest(&parts, source, model)
+        strongest(&parts, source, model, encoder)
     };
     for payload in normalise::decoded(text) {
         let (inner, _) = assess_folded(&normalise::fold(&payload), source);
@@ -208,10 +239,12 @@ fn strongest(
     parts: &[parts::Part<'_>],
     source: Source,
     model: Option<&learnt::Model>,
+    encoder: Option<&[f64]>,
 ) -> Assessment {
     let mut best: Option<(Assessment, &str)> = None;
-    for part in parts {
-        let a = assess_text(&normalise::fold(&part.text), source, model);
+    for (i, part) in parts.iter().enumerate() {
+        let heard = encoder.and_then(|e| e.get(i).copied());
+        let a = assess_text(&normalise::fold(&part.text), source, model, heard);
         if best.as_ref().is_none_or(|(b, _)| a.score > b.score) {
             best = Some((a, &part.name));
         }
@@ -221,12 +254,21 @@ fn strongest(
     a
 }
 
-/// The cues' and the learnt model's assessment of one folded text.
-fn assess_text(folded: &str, source: Source, model: Option<&learnt::Model>) -> Assessment {
+/// The cues' and the learnt model's assessment of one folded text, with
+/// the encoder's probability when it was asked.
+fn assess_text(
+    folded: &str,
+    source: Source,
+    model: Option<&learnt::Model>,
+    encoder: Option<f64>,
+) -> Assessment {
     let (mut a, order_alone) = assess_folded(folded, source);
     if let Some(model) = model {
         let p = model.probability(folded, source);
-        let mut opinion = learnt::opinion(p);
+        let mut opinion = match encoder {
+            Some(e) => learnt::opinion_at(encoder::combined(p, e), encoder::SURE),
+            None => learnt::opinion(p),
+        };
         // The model tips weak cues either way, and decides alone only when
         // sure ([`learnt::SURE`]); it does not overrule a cue that is an
         // order by itself (look-alikes use the same verbs).
@@ -234,6 +276,9 @@ fn assess_text(folded: &str, source: Source, model: Option<&learnt::Model>) -> A
             opinion = opinion.max(0.0);
         }
         a.add(opinion, format!("learnt:{p:.2}"));
+        if let Some(e) = encoder {
+            a.reasons.push(format!("encoder:{e:.2}"));
+        }
         a.opinion = opinion;
     }
     a
