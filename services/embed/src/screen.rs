@@ -24,8 +24,8 @@ type Cell = Arc<tokio::sync::OnceCell<Arc<semantic::Examples>>>;
 static EXAMPLES: LazyLock<Mutex<BTreeMap<String, Cell>>> = LazyLock::new(Default::default);
 
 /// The screen's examples embedded with `embedder`: read from `cache_dir`
-/// when an earlier start kept them there ([`crate::cache`]), else embedded
-/// and kept.
+/// when an earlier start kept them there, else embedded and kept
+/// ([`hindsight_embedder::embed_kept`]).
 pub async fn examples(
     embedder: &dyn Embedder,
     cache_dir: &Path,
@@ -36,55 +36,15 @@ pub async fn examples(
         Err(_) => Cell::default(),
     };
     cell.get_or_try_init(|| async {
-        let started = std::time::Instant::now();
         let texts = semantic::example_texts();
         let contents: Vec<String> = texts.iter().map(|t| t.content.clone()).collect();
-        let model = embedder.model();
-        let file = crate::cache::path(cache_dir, "screen-examples", model, &contents);
-        if let Some(vectors) = crate::cache::read(&file, contents.len(), model.dimension) {
-            tracing::debug!(file = %file.display(), "the screen's examples, as kept");
-            return Ok(Arc::new(semantic::Examples::new(texts, vectors)));
-        }
-        let vectors = embed_all(embedder, &contents).await?;
-        tracing::info!(
-            examples = texts.len(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "embedded the screen's examples"
-        );
-        if let Err(e) = crate::cache::write(&file, &vectors) {
-            tracing::warn!(file = %file.display(), error = %e, "cannot keep the screen's example vectors: they will be embedded again at the next start");
-        }
+        let vectors =
+            hindsight_embedder::embed_kept(embedder, cache_dir, "screen-examples", &contents)
+                .await?;
         Ok(Arc::new(semantic::Examples::new(texts, vectors)))
     })
     .await
     .cloned()
-}
-
-/// Vectors of `texts`, in their order, embedded 16 at a time in order of
-/// length: the model pads a batch to its longest text, and the examples run
-/// from a few words to whole records.
-pub async fn embed_all(
-    embedder: &dyn Embedder,
-    texts: &[String],
-) -> Result<Vec<Vec<f32>>, EmbedError> {
-    let mut order: Vec<usize> = (0..texts.len()).collect();
-    order.sort_by_key(|&i| texts[i].len());
-    let mut vectors = vec![Vec::new(); texts.len()];
-    for chunk in order.chunks(16) {
-        let batch: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
-        let embedded = embedder.embed(&batch).await?;
-        if embedded.len() != chunk.len() {
-            return Err(EmbedError::Compute(format!(
-                "the embedder returned {} vectors for {} texts",
-                embedded.len(),
-                chunk.len()
-            )));
-        }
-        for (&i, v) in chunk.iter().zip(embedded) {
-            vectors[i] = v;
-        }
-    }
-    Ok(vectors)
 }
 
 /// The reasons the filter recorded for the fact's turn (`poison:<reason>`).

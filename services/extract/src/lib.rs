@@ -7,6 +7,7 @@
 pub mod draft;
 pub mod llm;
 pub mod rules;
+pub mod screen;
 mod stage;
 
 use std::sync::Arc;
@@ -19,14 +20,25 @@ use hindsight_store::Store;
 
 pub use stage::ExtractStage;
 
+/// Why the stage cannot be built as configured.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Llm(#[from] llm::BuildError),
+    #[error("{0}")]
+    Encoder(String),
+}
+
 /// The extractor's tasks, in its own process and in `hindsight up` alike.
-pub fn tasks(ctx: &Context) -> Result<Vec<StageTask>, llm::BuildError> {
+pub fn tasks(ctx: &Context) -> Result<Vec<StageTask>, BuildError> {
     let stage = from_config(&ctx.config, ctx.store.clone())?;
     Ok(vec![service::stage(Arc::new(stage))])
 }
 
-/// The stage as configured: the LLM when `HINDSIGHT_LLM_BASE_URL` is set, else the rules.
-pub fn from_config(config: &Config, store: Store) -> Result<ExtractStage, llm::BuildError> {
+/// The stage as configured: the LLM when `HINDSIGHT_LLM_BASE_URL` is set,
+/// else the rules; and the screen's encoder model unless
+/// `HINDSIGHT_SCREEN_ENCODER=off` (it needs the learnt model to combine with).
+pub fn from_config(config: &Config, store: Store) -> Result<ExtractStage, BuildError> {
     let llm = llm::LlmExtractor::from_config(&config.llm)?;
     match &llm {
         Some(l) => tracing::info!(
@@ -36,6 +48,19 @@ pub fn from_config(config: &Config, store: Store) -> Result<ExtractStage, llm::B
         ),
         None => tracing::info!("extracting with the offline rules (no HINDSIGHT_LLM_BASE_URL)"),
     }
+    let encoder = if config.screen_encoder && config.screen_learnt {
+        Some(
+            screen::Encoder::new(
+                &config.screen_model_dir,
+                &config.embed.cache_dir,
+                config.screen_threshold,
+            )
+            .map_err(BuildError::Encoder)?,
+        )
+    } else {
+        None
+    };
     Ok(ExtractStage::new(store, llm, config.llm.fallback_after)
-        .keeping_context(config.fact_context))
+        .keeping_context(config.fact_context)
+        .asking_encoder(encoder))
 }

@@ -14,7 +14,7 @@ use hindsight_store::{
 use crate::{
     draft,
     llm::{self, LlmExtractor},
-    rules,
+    rules, screen,
 };
 
 /// The extract stage: kept turns in, facts out.
@@ -27,6 +27,7 @@ pub struct ExtractStage {
     llm: Option<LlmExtractor>,
     fallback_after: u64,
     context: bool,
+    encoder: Option<screen::Encoder>,
 }
 
 impl ExtractStage {
@@ -37,7 +38,15 @@ impl ExtractStage {
             llm,
             fallback_after,
             context: true,
+            encoder: None,
         }
+    }
+
+    /// Whether the screen's encoder model is asked about borderline turns
+    /// (`HINDSIGHT_SCREEN_ENCODER`; see [`screen`]).
+    pub fn asking_encoder(mut self, encoder: Option<screen::Encoder>) -> Self {
+        self.encoder = encoder;
+        self
     }
 
     /// Whether the extractors read, and facts keep, the turn a turn replied
@@ -120,6 +129,32 @@ impl ExtractStage {
                 rules_with(ExtractedBy::RulesFallback)
             }
             Err(unavailable) => Attempt::Retry(unavailable.to_string()),
+        }
+    }
+}
+
+impl ExtractStage {
+    /// `attempt` with the encoder's opinion on the turn's facts, when it is
+    /// asked; an encoder that cannot answer makes the turn wait.
+    async fn screened(&self, delivery: &Delivery<KeptTurn>, attempt: Attempt) -> Attempt {
+        let Some(encoder) = &self.encoder else {
+            return attempt;
+        };
+        let Attempt::Extracted {
+            mut facts,
+            extractor,
+            no_facts_reason,
+        } = attempt
+        else {
+            return attempt;
+        };
+        match encoder.judge(&delivery.input, &mut facts).await {
+            Ok(()) => Attempt::Extracted {
+                facts,
+                extractor,
+                no_facts_reason,
+            },
+            Err(reason) => Attempt::Retry(reason),
         }
     }
 }
@@ -218,7 +253,7 @@ impl Stage for ExtractStage {
             if recorded.contains_key(&key(&d.input)) {
                 None
             } else {
-                Some(self.attempt(d).await)
+                Some(self.screened(d, self.attempt(d).await).await)
             }
         }))
         .await;

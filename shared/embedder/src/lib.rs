@@ -6,12 +6,13 @@
 //! ([`ModelId`]); vectors are only ever compared within one model.
 
 pub mod bert;
+pub mod cache;
 pub mod card;
 pub mod e5;
 pub mod local;
 pub mod remote;
 
-use std::sync::Arc;
+use std::{path::Path, sync::Arc};
 
 use async_trait::async_trait;
 pub use hindsight_core::embedding::{Languages, ModelId, cosine};
@@ -82,4 +83,60 @@ pub fn from_config(config: &EmbedConfig) -> Result<Arc<dyn Embedder>, EmbedError
             })
         }
     })
+}
+
+/// Vectors of `texts`, in their order, embedded 16 at a time in order of
+/// length: the model pads a batch to its longest text, and the examples run
+/// from a few words to whole records.
+pub async fn embed_all(
+    embedder: &dyn Embedder,
+    texts: &[String],
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| texts[i].len());
+    let mut vectors = vec![Vec::new(); texts.len()];
+    for chunk in order.chunks(16) {
+        let batch: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
+        let embedded = embedder.embed(&batch).await?;
+        if embedded.len() != chunk.len() {
+            return Err(EmbedError::Compute(format!(
+                "the embedder returned {} vectors for {} texts",
+                embedded.len(),
+                chunk.len()
+            )));
+        }
+        for (&i, v) in chunk.iter().zip(embedded) {
+            vectors[i] = v;
+        }
+    }
+    Ok(vectors)
+}
+
+/// [`embed_all`], read from `cache_dir` when an earlier start kept the same
+/// texts' vectors from the same model there ([`cache`]), else embedded and
+/// kept (`kind` names the set in the file's name).
+pub async fn embed_kept(
+    embedder: &dyn Embedder,
+    cache_dir: &Path,
+    kind: &str,
+    texts: &[String],
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let model = embedder.model();
+    let file = cache::path(cache_dir, kind, model, texts);
+    if let Some(vectors) = cache::read(&file, texts.len(), model.dimension) {
+        tracing::debug!(file = %file.display(), "vectors as kept");
+        return Ok(vectors);
+    }
+    let started = std::time::Instant::now();
+    let vectors = embed_all(embedder, texts).await?;
+    tracing::info!(
+        kind,
+        texts = texts.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "embedded and kept"
+    );
+    if let Err(e) = cache::write(&file, &vectors) {
+        tracing::warn!(file = %file.display(), error = %e, "cannot keep the vectors: they will be embedded again at the next start");
+    }
+    Ok(vectors)
 }

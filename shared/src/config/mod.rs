@@ -59,6 +59,10 @@ pub struct Config {
     pub screen_threshold: f64,
     pub screen_nearness: bool,
     pub screen_learnt: bool,
+    /// `HINDSIGHT_SCREEN_ENCODER`: whether the extract stage asks the encoder model.
+    pub screen_encoder: bool,
+    /// `HINDSIGHT_SCREEN_MODEL_DIR`: multilingual-e5-small for the encoder model.
+    pub screen_model_dir: PathBuf,
     pub fact_context: bool,
     /// `HINDSIGHT_TIME_ZONE` and `HINDSIGHT_TENANT_TIME_ZONES`.
     pub time_zones: Zones,

@@ -134,6 +134,14 @@ impl Config {
                 if self.screen_learnt { "on" } else { "off" }.into(),
             ),
             (
+                "HINDSIGHT_SCREEN_ENCODER",
+                if self.screen_encoder { "on" } else { "off" }.into(),
+            ),
+            (
+                "HINDSIGHT_SCREEN_MODEL_DIR",
+                self.screen_model_dir.display().to_string(),
+            ),
+            (
                 "HINDSIGHT_TIME_ZONE",
                 self.time_zones.default_zone().name().to_string(),
             ),

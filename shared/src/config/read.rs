@@ -77,6 +77,8 @@ impl Config {
             screen_threshold: parse_with(get("HINDSIGHT_SCREEN_THRESHOLD"), non_negative)?,
             screen_nearness: parse_with(get("HINDSIGHT_SCREEN_NEARNESS"), on_off)?,
             screen_learnt: parse_with(get("HINDSIGHT_SCREEN_LEARNT"), on_off)?,
+            screen_encoder: parse_with(get("HINDSIGHT_SCREEN_ENCODER"), on_off)?,
+            screen_model_dir: PathBuf::from(get("HINDSIGHT_SCREEN_MODEL_DIR").1),
             fact_context: parse_with(get("HINDSIGHT_FACT_CONTEXT"), on_off)?,
             time_zones: Zones::new(
                 parse_with(get("HINDSIGHT_TIME_ZONE"), |v| {

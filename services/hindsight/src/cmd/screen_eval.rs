@@ -180,7 +180,7 @@ async fn nearness(
     let embedder = run.embedder;
     let examples = hindsight_embed::screen::examples(embedder, run.cache_dir).await?;
     let contents: Vec<String> = lines.iter().map(|l| l.content.clone()).collect();
-    let vectors = hindsight_embed::screen::embed_all(embedder, &contents).await?;
+    let vectors = hindsight_embedder::embed_all(embedder, &contents).await?;
     Ok(lines
         .iter()
         .zip(vectors)

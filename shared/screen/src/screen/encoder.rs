@@ -16,8 +16,8 @@
 //! and passes the classifier's probabilities in. What it says is combined
 //! with the learnt model's probability (their log-odds averaged), and the
 //! combination's opinion replaces the learnt model's, reaching the threshold
-//! alone at [`SURE`]. `hindsight eval screen --encoder` measures it; the
-//! pipeline does not ask it yet.
+//! alone at [`SURE`]. The extract stage asks it (`HINDSIGHT_SCREEN_ENCODER`);
+//! `hindsight eval screen --encoder` measures it.
 
 use hindsight_core::turn::Source;
 

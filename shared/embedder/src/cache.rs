@@ -1,9 +1,9 @@
-//! Vectors kept on disk between starts. The screen's examples cost a pass of
-//! the model over some 800 texts, most of them longer than any fact (seconds
-//! to tens of seconds on two cores), and come out the same at every start of
-//! the same model on the same corpus. One file holds one set, named by the
-//! model and a hash of its texts; a file that is missing, short or of
-//! another format is embedded again and written anew.
+//! Vectors kept on disk between starts. The poisoning screen's examples cost
+//! a pass of a model over thousands of texts, most of them longer than any
+//! fact (seconds to minutes on two cores), and come out the same at every
+//! start of the same model on the same corpus. One file holds one set, named
+//! by the model and a hash of its texts; a file that is missing, short or of
+//! another format is embedded again and written anew ([`crate::embed_kept`]).
 
 use std::{
     io,
