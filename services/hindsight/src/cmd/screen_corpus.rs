@@ -65,3 +65,20 @@ pub fn fold_of(family: &str) -> u64 {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     }) % FOLDS
 }
+
+/// A model fit to all of `examples` (each with its family's part), and one
+/// fit without each part, for judging that part's own `tune` lines.
+pub fn fit_folds<E: Clone, M>(examples: &[(u64, E)], train: impl Fn(&[E]) -> M) -> (M, Vec<M>) {
+    let fit = |keep: &dyn Fn(u64) -> bool| {
+        let part: Vec<E> = examples
+            .iter()
+            .filter(|(f, _)| keep(*f))
+            .map(|(_, e)| e.clone())
+            .collect();
+        train(&part)
+    };
+    (
+        fit(&|_| true),
+        (0..FOLDS).map(|k| fit(&|f| f != k)).collect(),
+    )
+}

@@ -15,7 +15,7 @@ use hindsight_screen::screen::{
     normalise, read_texts, semantic,
 };
 
-use super::screen_corpus::{FOLDS, Line, fold_of};
+use super::screen_corpus::{Line, fit_folds, fold_of};
 
 /// Where the encoder's vectors come from in a run.
 pub struct EncoderRun<'a> {
@@ -66,17 +66,10 @@ impl Encoded {
                 },
             ));
         }
-        let fit = |keep: &dyn Fn(u64) -> bool| {
-            let part: Vec<Example> = examples
-                .iter()
-                .filter(|(f, _)| keep(*f))
-                .map(|(_, e)| e.clone())
-                .collect();
-            Classifier::train(&part)
-        };
+        let (all, without) = fit_folds(&examples, Classifier::train);
         Ok(Encoded {
-            all: fit(&|_| true),
-            without: (0..FOLDS).map(|k| fit(&|f| f != k)).collect(),
+            all,
+            without,
             vectors,
         })
     }

@@ -29,7 +29,7 @@ use hindsight_screen::screen::{
 };
 use serde::Serialize;
 
-pub use super::screen_corpus::{FOLDS, Line, Split, fold_of, read};
+pub use super::screen_corpus::{Line, Split, fold_of, read};
 
 /// Counts for one group of lines.
 #[derive(Debug, Default, Clone, Copy, Serialize)]
@@ -139,18 +139,8 @@ impl Models {
                 ))
             })
             .collect::<anyhow::Result<_>>()?;
-        let fit = |keep: &dyn Fn(u64) -> bool| {
-            let part: Vec<learnt::Example> = examples
-                .iter()
-                .filter(|(f, _)| keep(*f))
-                .map(|(_, e)| e.clone())
-                .collect();
-            Model::train(&part)
-        };
-        Ok(Models {
-            all: fit(&|_| true),
-            without: (0..FOLDS).map(|k| fit(&|f| f != k)).collect(),
-        })
+        let (all, without) = super::screen_corpus::fit_folds(&examples, Model::train);
+        Ok(Models { all, without })
     }
 
     fn for_line(&self, line: &Line) -> &Model {
