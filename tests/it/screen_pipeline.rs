@@ -131,16 +131,12 @@ async fn the_screen_holds_through_the_pipeline_and_recall() {
     let all: Vec<&Line> = attacks.iter().chain(&lookalikes).collect();
 
     let d = Deployment::new("test", |c| c.screen_encoder = true).await;
-    let config = d.config();
-    hindsight_extract::screen::Encoder::new(
-        &config.screen_model_dir,
-        &config.embed.cache_dir,
-        config.screen_threshold,
-    )
-    .expect("the encoder model (./ops/setup.sh fetches it)")
-    .warm()
-    .await
-    .expect("the encoder model loads and its classifier is fit");
+    hindsight_extract::screen::Encoder::from_config(d.config())
+        .expect("the encoder model (./ops/setup.sh fetches it)")
+        .expect("the encoder is on")
+        .warm()
+        .await
+        .expect("the encoder model loads and its classifier is fit");
     let index = hindsight_index::open(&d.config().index, &d.config().data_dir).expect("index");
     let stack = Stack::start(&d, index).await;
     for (i, line) in all.iter().enumerate() {

@@ -48,18 +48,7 @@ pub fn from_config(config: &Config, store: Store) -> Result<ExtractStage, BuildE
         ),
         None => tracing::info!("extracting with the offline rules (no HINDSIGHT_LLM_BASE_URL)"),
     }
-    let encoder = if config.screen_encoder && config.screen_learnt {
-        Some(
-            screen::Encoder::new(
-                &config.screen_model_dir,
-                &config.embed.cache_dir,
-                config.screen_threshold,
-            )
-            .map_err(BuildError::Encoder)?,
-        )
-    } else {
-        None
-    };
+    let encoder = screen::Encoder::from_config(config).map_err(BuildError::Encoder)?;
     Ok(ExtractStage::new(store, llm, config.llm.fallback_after)
         .keeping_context(config.fact_context)
         .asking_encoder(encoder))

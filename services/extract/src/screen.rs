@@ -23,6 +23,7 @@ use hindsight_screen::screen::{
     encoder::{self, Classifier, Example},
     learnt,
 };
+use hindsight_shared::config::Config;
 
 /// The encoder's model and classifier, loaded and fit when first needed.
 struct Loaded {
@@ -62,6 +63,20 @@ impl Encoder {
             cache_dir: cache_dir.to_path_buf(),
             threshold,
         })
+    }
+
+    /// The encoder as `config` sets it: none when `HINDSIGHT_SCREEN_ENCODER`
+    /// is off, or the learnt model it combines with is.
+    pub fn from_config(config: &Config) -> Result<Option<Self>, String> {
+        if !(config.screen_encoder && config.screen_learnt) {
+            return Ok(None);
+        }
+        Self::new(
+            &config.screen_model_dir,
+            &config.embed.cache_dir,
+            config.screen_threshold,
+        )
+        .map(Some)
     }
 
     /// Whether the encoder is asked about `kept`: the filter recorded a

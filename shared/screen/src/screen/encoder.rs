@@ -80,21 +80,16 @@ impl Classifier {
     /// so every process learns the same weights from the same examples.
     pub fn train(examples: &[Example]) -> Classifier {
         let width = examples.first().map_or(0, |e| e.vector.len());
-        let rows: Vec<Vec<f64>> = examples
+        let (rows, labels): (Vec<Vec<f64>>, Vec<f64>) = examples
             .iter()
             .filter(|e| e.vector.len() == width)
             .map(|e| {
                 let mut x: Vec<f64> = e.vector.iter().map(|&v| f64::from(v)).collect();
                 x.push(f64::from(is_data(e.source)));
                 x.push(1.0);
-                x
+                (x, if e.attack { 1.0 } else { 0.0 })
             })
-            .collect();
-        let labels: Vec<f64> = examples
-            .iter()
-            .filter(|e| e.vector.len() == width)
-            .map(|e| if e.attack { 1.0 } else { 0.0 })
-            .collect();
+            .unzip();
         let d = width + 2;
         let mut w = vec![0f64; d];
         for _ in 0..STEPS {

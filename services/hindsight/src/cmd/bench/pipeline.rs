@@ -222,16 +222,10 @@ pub(super) async fn ingest(
     // The encoder model loads and fits when the first borderline turn comes
     // (a minute or more the first time): before the clock starts, as the
     // learnt model is fit at start.
-    if ctx.config.screen_encoder && ctx.config.screen_learnt {
-        hindsight_extract::screen::Encoder::new(
-            &ctx.config.screen_model_dir,
-            &ctx.config.embed.cache_dir,
-            ctx.config.screen_threshold,
-        )
-        .map_err(anyhow::Error::msg)?
-        .warm()
-        .await
-        .map_err(anyhow::Error::msg)?;
+    if let Some(encoder) =
+        hindsight_extract::screen::Encoder::from_config(&ctx.config).map_err(anyhow::Error::msg)?
+    {
+        encoder.warm().await.map_err(anyhow::Error::msg)?;
     }
     let result = measure_ingest(&ctx, turns, data).await;
     shutdown.cancel();
