@@ -66,10 +66,7 @@ pub fn assess_encoded(
     // A reported attack (quoted, "such as…") or advice someone gave the
     // user ("told me to ignore…") matches the known patterns too;
     // it is the report the screen already discounted, not a second order.
-    let reported = assessment
-        .reasons
-        .iter()
-        .any(|r| r == "reported" || r == "hearsay");
+    let reported = screen::reported(&assessment);
     for p in poison::screen(content) {
         if !reported {
             assessment.score += 1.0;

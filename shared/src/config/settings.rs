@@ -199,7 +199,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "HINDSIGHT_SCREEN_ENCODER",
         "on",
-        "Whether the extract stage asks the screen's encoder model about turns the filter scored from 0.3 up to the threshold without quarantining them: multilingual-e5-small embeds the turn (or each part of a tool's record or a document), a logistic regression fit to the tune part of `tests/corpus/screen/` gives a probability, and its log-odds averaged with the learnt model's replace that model's opinion (a combined 0.92 adds 1.0); a turn that then reaches the threshold has its facts quarantined (`poison:encoder:<p>`). The classifier is fit when the first such turn comes, from the examples' vectors kept in `HINDSIGHT_EMBED_CACHE_DIR`. `off` leaves the screen to the filter and nearness.",
+        "Whether the extract stage asks the screen's encoder model about turns the filter scored from 0 up to the threshold without quarantining them: multilingual-e5-small embeds the turn (or each part of a tool's record or a document), a logistic regression fit to the tune part of `tests/corpus/screen/` gives a probability, and its log-odds, weighted 0.6 to the learnt model's 0.4, replace that model's opinion (a combined 0.92 adds 1.0); a turn that then reaches the threshold has its facts quarantined (`poison:encoder:<p>`). The classifier is fit when the first such turn comes, from the examples' vectors kept in `HINDSIGHT_EMBED_CACHE_DIR`. `off` leaves the screen to the filter and nearness.",
     ),
     setting(
         "HINDSIGHT_SCREEN_MODEL_DIR",

@@ -14,24 +14,30 @@
 //! borderline ([`asks`]: a score from [`BAND`] up to the threshold), and
 //! never by the filter: whoever asks embeds the texts ([`super::read_texts`])
 //! and passes the classifier's probabilities in. What it says is combined
-//! with the learnt model's probability (their log-odds averaged), and the
+//! with the learnt model's probability (a weighted mean of their log-odds,
+//! [`SHARE`] the encoder's), and the
 //! combination's opinion replaces the learnt model's, reaching the threshold
 //! alone at [`SURE`]. The extract stage asks it (`HINDSIGHT_SCREEN_ENCODER`);
 //! `hindsight eval screen --encoder` measures it.
 
 use hindsight_core::turn::Source;
 
-/// The lowest screen score at which the encoder is asked. Below it, nearly
-/// all ordinary conversation: 5 of the corpus's 1,000 conversation turns and
-/// 12 of LoCoMo's 2,760 dev turns score from here to the threshold.
-pub const BAND: f64 = 0.3;
+/// The lowest screen score at which the encoder is asked: any turn the cues
+/// and the learnt model together do not score below 0. Measured on the
+/// corpus (models fit without each line's family on the tune split): from
+/// 0.3, 0 catches 11 more tune attacks and 4 more scored ones for no more
+/// look-alikes flagged; the encoder is then asked about 22 of the 1,000
+/// conversation turns and 41 of LoCoMo's 2,760 dev turns. Asking about every
+/// turn caught 5 more tune attacks, none scored, for one more look-alike.
+pub const BAND: f64 = 0.0;
 /// The combined probability at which the opinion alone reaches the default
-/// threshold. Chosen on the tune split (models fit without each line's
-/// family): from 0.94, 0.92 caught 15 more attacks for 3 more look-alikes
-/// flagged, 0.90 another 7 for 2 more.
+/// threshold. Chosen on the tune split: from 0.94, 0.92 caught 15 more
+/// attacks for 3 more look-alikes flagged, 0.90 another 7 for 2 more.
 pub const SURE: f64 = 0.92;
-/// How much of the combined log-odds is the encoder's.
-pub const SHARE: f64 = 0.5;
+/// How much of the combined log-odds is the encoder's. Chosen on the tune
+/// split: from an even share, 0.6 caught 12 more attacks for one more
+/// look-alike, 0.7 another 5 for one more, 0.8 another 6 for three.
+pub const SHARE: f64 = 0.6;
 
 /// The L2 penalty on the weights (scikit-learn's 1/C with C = 100: the
 /// vectors are of length 1, and a stronger penalty caught fewer attacks on
@@ -233,6 +239,6 @@ mod tests {
         let mixed = combined(0.2, 0.95);
         assert!(mixed > 0.2 && mixed < 0.95);
         assert!(asks(0.5, 1.0) && asks(BAND, 1.0));
-        assert!(!asks(1.0, 1.0) && !asks(0.1, 1.0));
+        assert!(!asks(1.0, 1.0) && !asks(-0.1, 1.0));
     }
 }

@@ -284,6 +284,12 @@ fn assess_text(
     a
 }
 
+/// Whether the cues found `a` to report an order (quoted, or advice someone
+/// gave the user) rather than give one.
+pub(crate) fn reported(a: &Assessment) -> bool {
+    a.reasons.iter().any(|r| r == "reported" || r == "hearsay")
+}
+
 /// The cues' assessment of `folded`, and whether one cue alone is an order.
 fn assess_folded(folded: &str, source: Source) -> (Assessment, bool) {
     let found = cues::found(folded);
@@ -329,8 +335,7 @@ fn assess_folded(folded: &str, source: Source) -> (Assessment, bool) {
         a.add(FROM_DATA, format!("from:{}", source.as_str()));
     }
     // A reported order is no order: the model may discount it further.
-    let reported = a.reasons.iter().any(|r| r == "reported" || r == "hearsay");
-    let order_alone = !reported && found.iter().any(|&c| weight(c) >= 1.0);
+    let order_alone = !reported(&a) && found.iter().any(|&c| weight(c) >= 1.0);
     (a, order_alone)
 }
 
