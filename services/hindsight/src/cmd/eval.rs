@@ -6,6 +6,7 @@ use std::{
     path::PathBuf,
 };
 
+use anyhow::Context as _;
 use hindsight_core::turn::{KeptTurn, parse_envelope};
 use hindsight_extract::rules;
 use hindsight_screen::{Fate, judge};
@@ -101,10 +102,13 @@ pub enum Command {
         /// should be flagged.
         #[arg(long, value_name = "FILE")]
         locomo: Option<PathBuf>,
-        /// Ask the encoder model (multilingual-e5-small, from DIR) about the
-        /// turns the screen finds borderline, as a second opinion.
-        #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "models/multilingual-e5-small", conflicts_with_all = ["no_learnt", "cues_only"])]
-        encoder: Option<PathBuf>,
+        /// Leave out the encoder model, which is otherwise asked about the
+        /// turns the rest of the screen finds borderline, as the extract
+        /// stage asks it (from `HINDSIGHT_SCREEN_MODEL_DIR`;
+        /// `HINDSIGHT_SCREEN_ENCODER=off` leaves it out too, and so do
+        /// `--no-learnt` and `--cues-only`: it combines with the learnt model).
+        #[arg(long)]
+        no_encoder: bool,
     },
     /// Persist's decision (create, merge or supersede) on labelled fact pairs
     /// in seven languages (`<lang>.jsonl`): merge and supersede precision and
@@ -197,7 +201,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             no_learnt,
             cues_only,
             locomo,
-            encoder,
+            no_encoder,
         } => {
             let config = hindsight_shared::config::Config::from_env()?;
             let embedder = if cues_only || no_nearness {
@@ -217,9 +221,18 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                 split,
                 locomo: locomo.as_deref(),
             };
-            let encoder_model = encoder
-                .as_deref()
-                .map(hindsight_embedder::local::LocalEmbedder::load)
+            let with_encoder = config.screen_encoder && !(no_encoder || no_learnt || cues_only);
+            let encoder_model = with_encoder
+                .then(|| {
+                    let dir = &config.screen_model_dir;
+                    hindsight_embedder::local::LocalEmbedder::load(dir).with_context(|| {
+                        format!(
+                            "loading the screen's encoder model from {} (HINDSIGHT_SCREEN_MODEL_DIR): \
+                             ./ops/setup.sh fetches it; --no-encoder leaves it out",
+                            dir.display()
+                        )
+                    })
+                })
                 .transpose()?;
             let encoder_run =
                 encoder_model

@@ -1,4 +1,4 @@
-//! The screen's encoder model in `hindsight eval screen --encoder`: every
+//! The screen's encoder model in `hindsight eval screen`: every
 //! text the screen reads of a line embedded by multilingual-e5-small (kept on
 //! disk between runs), and the encoder's classifier fit like the learnt
 //! model: once to all `tune` lines for everything else, and once without

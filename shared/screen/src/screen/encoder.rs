@@ -18,7 +18,7 @@
 //! [`SHARE`] the encoder's), and the
 //! combination's opinion replaces the learnt model's, reaching the threshold
 //! alone at [`SURE`]. The extract stage asks it (`HINDSIGHT_SCREEN_ENCODER`);
-//! `hindsight eval screen --encoder` measures it.
+//! `hindsight eval screen` measures it (`--no-encoder` leaves it out).
 
 use hindsight_core::turn::Source;
 
