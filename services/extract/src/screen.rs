@@ -43,6 +43,13 @@ pub struct Encoder {
     threshold: f64,
 }
 
+/// Whether the filter recorded a screen score for `kept` without
+/// quarantining it: the turns a second opinion (the encoder's, the LLM's)
+/// may be asked about.
+pub fn near_miss(kept: &KeptTurn) -> bool {
+    !kept.quarantine && kept.flags.iter().any(|f| f.starts_with("screen:"))
+}
+
 /// The files the encoder's model directory must hold.
 const FILES: [&str; 2] = [hindsight_embedder::e5::FILE, "tokenizer.json"];
 
@@ -82,9 +89,7 @@ impl Encoder {
     /// Whether the encoder is asked about `kept`: the filter recorded a
     /// score for it from [`encoder::BAND`] up to the threshold.
     pub fn asks(&self, kept: &KeptTurn) -> bool {
-        !kept.quarantine
-            && kept.flags.iter().any(|f| f.starts_with("screen:"))
-            && encoder::asks(screen_score(&kept.flags), self.threshold)
+        near_miss(kept) && encoder::asks(screen_score(&kept.flags), self.threshold)
     }
 
     /// Loads the model and fits the classifier now, rather than when the

@@ -165,7 +165,7 @@ impl ExtractStage {
 /// Alone, the opinion of a model that a turn can talk into anything does not
 /// count.
 pub fn second_opinion(kept: &KeptTurn, facts: &mut [Fact]) {
-    if kept.quarantine || !kept.flags.iter().any(|f| f.starts_with("screen:")) {
+    if !screen::near_miss(kept) {
         return;
     }
     for f in facts {

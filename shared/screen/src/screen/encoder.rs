@@ -199,11 +199,7 @@ fn cholesky_solve(a: &mut [f64], b: &[f64], n: usize) -> Option<Vec<f64>> {
 
 /// The learnt model's probability `learnt` and the encoder's `encoder` as one.
 pub fn combined(learnt: f64, encoder: f64) -> f64 {
-    let logit = |p: f64| {
-        let p = p.clamp(1e-6, 1.0 - 1e-6);
-        (p / (1.0 - p)).ln()
-    };
-    let z = (1.0 - SHARE) * logit(learnt) + SHARE * logit(encoder);
+    let z = (1.0 - SHARE) * super::learnt::logit(learnt) + SHARE * super::learnt::logit(encoder);
     1.0 / (1.0 + (-z).exp())
 }
 

@@ -46,11 +46,13 @@ pub fn opinion(p: f64) -> f64 {
 /// [`opinion`] for a probability that reaches the threshold at `sure`
 /// (the learnt model's combined with the encoder's has its own).
 pub fn opinion_at(p: f64, sure: f64) -> f64 {
-    let logit = |p: f64| {
-        let p = p.clamp(1e-6, 1.0 - 1e-6);
-        (p / (1.0 - p)).ln()
-    };
     (logit(p) / logit(sure)).clamp(FLOOR, CEILING)
+}
+
+/// The log-odds of `p`, kept finite at 0 and 1.
+pub(crate) fn logit(p: f64) -> f64 {
+    let p = p.clamp(1e-6, 1.0 - 1e-6);
+    (p / (1.0 - p)).ln()
 }
 
 /// Lengths of the character runs read. Measured on the tune split, fit
