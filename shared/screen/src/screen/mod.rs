@@ -300,9 +300,11 @@ fn assess_folded(folded: &str, source: Source) -> (Assessment, bool) {
         }
     }
     // A persona set-up names its persona in quotes ("you are „KRONOS“, an
-    // AI that…"): the quotes do not make it a report.
+    // AI that…"), a rewrite of memory the entries it changes ("replace
+    // 'left unfinished' with 'excellent'"): the quotes do not make either a report.
     if found.contains(&Cue::Reported)
         && !found.contains(&Cue::Persona)
+        && !found.contains(&Cue::Memory)
         && quotes(folded)
         && a.score > 0.0
     {
