@@ -9,13 +9,16 @@
 # tree, both release, then runs `hindsight bench BENCH ARGS --json` N times each (default 3),
 # alternating older and newer so that the machine's drift falls on both, and prints every run's
 # JSON line and, per number the benchmark reports, the mean of each side and newer ÷ older.
-# The worktree shares this checkout's cargo build directory, so only hindsight's own crates are
-# compiled again. A benchmark that needs services (NATS, PostgreSQL) finds them as for `bench`.
+# Older commits build in one cargo build directory of their own (/var/tmp/hindsight-compare/build),
+# kept between runs: sharing this checkout's would not do, because cargo names a workspace crate's
+# artifacts by its path inside the workspace, so the two checkouts' crates overwrite each other
+# (the newer side then compiled against the older side's hindsight-shared). A benchmark that
+# needs services (NATS, PostgreSQL) finds them as for `bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -37,7 +40,7 @@ sha="$(git rev-parse --verify --quiet "$rev^{commit}")" || {
   echo "[compare] $rev is not a commit here" >&2
   exit 2
 }
-build_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["build_directory"])')"
+build_dir=/var/tmp/hindsight-compare/build
 tree="/var/tmp/hindsight-compare/${sha:0:12}"
 if [ ! -d "$tree" ]; then
   mkdir -p "$(dirname "$tree")"
