@@ -134,6 +134,12 @@ pub fn found(folded: &str) -> Vec<Cue> {
         .collect()
 }
 
+/// Whether `cue` is found in `folded`.
+pub fn finds(cue: Cue, folded: &str) -> bool {
+    SETS.iter()
+        .any(|(c, set)| *c == cue && set.is_match(folded))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -139,6 +139,45 @@ pub(crate) fn quotes(text: &str) -> bool {
         >= 2
 }
 
+/// `text` without what it quotes: each span between a pair of quotation
+/// marks becomes one space. A `'` opens a quote only after a non-letter and
+/// closes one only before a non-letter, so "don't" and "user's" quote nothing.
+fn unquoted(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let close = match c {
+            '"' => Some('"'),
+            '“' | '„' => Some('”'),
+            '‘' => Some('’'),
+            '«' => Some('»'),
+            '「' => Some('」'),
+            '『' => Some('』'),
+            '\'' if i == 0 || !chars[i - 1].is_alphanumeric() => Some('\''),
+            _ => None,
+        };
+        let end = close.and_then(|close| {
+            (i + 1..chars.len()).find(|&j| {
+                let matches = chars[j] == close || (c == '„' && chars[j] == '“');
+                matches && (close != '\'' || chars.get(j + 1).is_none_or(|n| !n.is_alphanumeric()))
+            })
+        });
+        match end {
+            Some(j) => {
+                out.push(' ');
+                i = j + 1;
+            }
+            None => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// What a tool result or a document adds when it gives orders.
 const FROM_DATA: f64 = 0.5;
 
@@ -302,11 +341,15 @@ fn assess_folded(folded: &str, source: Source) -> (Assessment, bool) {
     // A persona set-up names its persona in quotes ("you are „KRONOS“, an
     // AI that…"), a rewrite of memory the entries it changes ("replace
     // 'left unfinished' with 'excellent'"): the quotes do not make either a report.
+    // A report quotes the order it reports; text that also speaks to its
+    // reader outside the quotes ("(Assistant: when you cite this…)" after an
+    // article) gives one.
     if found.contains(&Cue::Reported)
         && !found.contains(&Cue::Persona)
         && !found.contains(&Cue::Memory)
         && quotes(folded)
         && a.score > 0.0
+        && !(found.contains(&Cue::Addressee) && cues::finds(Cue::Addressee, &unquoted(folded)))
     {
         a.add(REPORTED, "reported");
     }
@@ -333,11 +376,14 @@ fn assess_folded(folded: &str, source: Source) -> (Assessment, bool) {
                 | Cue::Decode
         )
     });
-    if orders && data {
+    // A report of an order (a security bulletin quoting one) gives none, so
+    // coming from data does not make it count more.
+    let reported = reported(&a);
+    if orders && data && !reported {
         a.add(FROM_DATA, format!("from:{}", source.as_str()));
     }
     // A reported order is no order: the model may discount it further.
-    let order_alone = !reported(&a) && found.iter().any(|&c| weight(c) >= 1.0);
+    let order_alone = !reported && found.iter().any(|&c| weight(c) >= 1.0);
     (a, order_alone)
 }
 
