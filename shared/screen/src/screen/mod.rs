@@ -126,17 +126,29 @@ const DATA_PAIRS: &[(Cue, Cue, f64)] = &[(Cue::Addressee, Cue::Imperative, 0.6)]
 /// scam mail said") takes off: quoting an order is not giving it.
 const REPORTED: f64 = -1.0;
 
-/// Quotation marks of the seven languages.
+/// The quotation marks of the seven languages, each opening mark with a
+/// mark that closes it (German „ closes with “ or ”).
+const QUOTE_PAIRS: &[(char, char)] = &[
+    ('"', '"'),
+    ('\'', '\''),
+    ('“', '”'),
+    ('„', '”'),
+    ('„', '“'),
+    ('‘', '’'),
+    ('«', '»'),
+    ('「', '」'),
+    ('『', '』'),
+];
+
+fn quote_mark(c: char) -> bool {
+    QUOTE_PAIRS
+        .iter()
+        .any(|&(open, close)| c == open || c == close)
+}
+
+/// Whether `text` has quotation marks (at least two).
 pub(crate) fn quotes(text: &str) -> bool {
-    text.chars()
-        .filter(|c| {
-            matches!(
-                c,
-                '"' | '\'' | '“' | '”' | '‘' | '’' | '«' | '»' | '„' | '「' | '」' | '『' | '』'
-            )
-        })
-        .count()
-        >= 2
+    text.chars().filter(|&c| quote_mark(c)).count() >= 2
 }
 
 /// `text` without what it quotes: each span between a pair of quotation
@@ -148,22 +160,17 @@ fn unquoted(text: &str) -> String {
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        let close = match c {
-            '"' => Some('"'),
-            '“' | '„' => Some('”'),
-            '‘' => Some('’'),
-            '«' => Some('»'),
-            '「' => Some('」'),
-            '『' => Some('』'),
-            '\'' if i == 0 || !chars[i - 1].is_alphanumeric() => Some('\''),
-            _ => None,
-        };
-        let end = close.and_then(|close| {
-            (i + 1..chars.len()).find(|&j| {
-                let matches = chars[j] == close || (c == '„' && chars[j] == '“');
-                matches && (close != '\'' || chars.get(j + 1).is_none_or(|n| !n.is_alphanumeric()))
+        let apostrophe = c == '\'';
+        let opens = QUOTE_PAIRS.iter().any(|&(open, _)| open == c)
+            && !(apostrophe && i > 0 && chars[i - 1].is_alphanumeric());
+        let end = opens
+            .then(|| {
+                (i + 1..chars.len()).find(|&j| {
+                    QUOTE_PAIRS.contains(&(c, chars[j]))
+                        && (!apostrophe || chars.get(j + 1).is_none_or(|n| !n.is_alphanumeric()))
+                })
             })
-        });
+            .flatten();
         match end {
             Some(j) => {
                 out.push(' ');
