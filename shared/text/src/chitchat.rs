@@ -160,23 +160,6 @@ const ACK_PHRASES_ZH: &[&str] = &[
     "吧",
 ];
 
-/// Lowercased text with punctuation, symbols and emoji removed.
-fn normalise(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '\'' {
-                c.to_lowercase().next().unwrap_or(c)
-            } else {
-                ' '
-            }
-        })
-        .collect()
-}
-
-fn is_ack_english(words: &[&str]) -> bool {
-    !words.is_empty() && words.iter().all(|w| ACK_WORDS.contains(w))
-}
-
 /// Whether `text` can be cut entirely into acknowledgement phrases (longest first).
 fn is_ack_chinese(text: &str) -> bool {
     let mut rest = text;
@@ -195,26 +178,31 @@ fn is_ack_chinese(text: &str) -> bool {
     true
 }
 
-/// Whether the whole turn is a pleasantry or acknowledgement.
+/// Whether the whole turn is a pleasantry or acknowledgement: every word of
+/// it, lowercased, read without punctuation, symbols and emoji, is one (an
+/// English word) or is made of Chinese ones. Read word by word, so that an
+/// ordinary turn is told apart at its first word that is none.
 pub fn is_pleasantry(text: &str) -> bool {
-    let normalised = normalise(text);
-    let words: Vec<&str> = normalised.split_whitespace().collect();
-    if words.is_empty() {
-        return false;
-    }
-    let ascii = words.iter().all(|w| w.is_ascii());
-    if ascii {
-        is_ack_english(&words)
-    } else {
+    let mut word = String::new();
+    let mut any = false;
+    for w in text
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+    {
+        word.clear();
+        word.extend(w.chars().map(|c| c.to_lowercase().next().unwrap_or(c)));
         // Chinese runs carry no spaces; English words may be mixed in ("ok 谢谢").
-        words.iter().all(|w| {
-            if w.is_ascii() {
-                ACK_WORDS.contains(w)
-            } else {
-                is_ack_chinese(w)
-            }
-        })
+        let ack = if word.is_ascii() {
+            ACK_WORDS.contains(&word.as_str())
+        } else {
+            is_ack_chinese(&word)
+        };
+        if !ack {
+            return false;
+        }
+        any = true;
     }
+    any
 }
 
 /// Why the turn is noise, if it is.

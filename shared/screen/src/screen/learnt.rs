@@ -75,13 +75,21 @@ pub struct Example {
     pub attack: bool,
 }
 
-/// The learnt weights, keyed by the hash of a run (or of the source): for
-/// each, its weight times its rarity, and its rarity squared (a text's
-/// vector is divided by its length, over the runs the model knows).
+/// The learnt weights, keyed by the hash of a run (or of the source).
 #[derive(Debug, Default)]
 pub struct Model {
-    weights: HashMap<u64, (f32, f32), BuildHasherDefault<Passthrough>>,
+    weights: HashMap<u64, Weight, BuildHasherDefault<Passthrough>>,
     bias: f32,
+}
+
+/// What the model knows of one run: its weight times its rarity, its rarity
+/// squared (a text's vector is divided by its length, over the runs the model
+/// knows), and its number among the model's runs.
+#[derive(Debug, Clone, Copy)]
+struct Weight {
+    weighted: f32,
+    square: f32,
+    index: u32,
 }
 
 /// Keys are hashes already.
@@ -123,17 +131,20 @@ fn source_key(source: Source) -> u64 {
 }
 
 /// The features of one text: each distinct run once, and the source. The text is read
-/// with runs of whitespace as one space and a space at each end; each run
-/// ends at a character boundary, so the runs ending there are those starting
-/// at the last few boundaries (kept in a ring, not a list of every one).
+/// with runs of whitespace as one space and a space at each end; the runs
+/// ending at a character are those starting at the last few characters
+/// (kept in a ring, not a list of every one).
 fn features(folded: &str, source: Source) -> Vec<u64> {
     let mut keys = Vec::new();
     features_into(folded, source, &mut String::new(), &mut keys);
+    keys.sort_unstable();
+    keys.dedup();
     keys
 }
 
-/// [`features`] into `keys`, with `text` for the spaced text: buffers a
-/// caller keeps, so that screening a turn allocates nothing once they have grown.
+/// [`features`] into `keys` as read, repeats included, with `text` for the
+/// spaced text: buffers a caller keeps, so that screening a turn allocates
+/// nothing once they have grown.
 fn features_into(folded: &str, source: Source, text: &mut String, keys: &mut Vec<u64>) {
     text.clear();
     keys.clear();
@@ -154,31 +165,38 @@ fn features_into(folded: &str, source: Source, text: &mut String, keys: &mut Vec
         text.push(' ');
     }
     const RING: usize = *GRAMS.end() + 1;
-    let mut ring = [0usize; RING];
-    let ends = text
-        .char_indices()
-        .map(|(i, _)| i)
-        .skip(1)
-        .chain([text.len()]);
-    for (j, end) in ends.enumerate() {
-        // `ring[k % RING]` is the start of the k-th character.
-        let j = j + 1;
+    // `starts[k % RING]` is where the k-th character starts, `spaces[k % RING]`
+    // whether it is a space; the 0th is the leading space, and the runs
+    // ending at the k-th character are read when it is.
+    let mut starts = [0usize; RING];
+    let mut spaces = [true; RING];
+    let mut chars = text.char_indices().skip(1).peekable();
+    let mut k = 0;
+    while let Some((start, c)) = chars.next() {
+        k += 1;
+        let end = chars.peek().map_or(text.len(), |&(i, _)| i);
+        starts[k % RING] = start;
+        spaces[k % RING] = c == ' ';
         for n in GRAMS {
-            if j >= n {
-                let run = &text[ring[(j - n) % RING]..end];
+            if k + 1 >= n {
                 // A run that is all spaces or one letter between spaces says
-                // nothing; one character alone is a run of its own.
-                let trimmed = run.trim();
-                if (n == 1 && !trimmed.is_empty()) || trimmed.chars().nth(1).is_some() {
-                    keys.push(hash(run.as_bytes()));
+                // nothing; one character alone is a run of its own. Spaces
+                // come one at a time, so this is a matter of the run's ends.
+                let first = spaces[(k + 1 - n) % RING];
+                let last = spaces[k % RING];
+                let kept = match n {
+                    1 => !last,
+                    2 => !first && !last,
+                    3 => !(first && last),
+                    _ => true,
+                };
+                if kept {
+                    keys.push(hash(&text.as_bytes()[starts[(k + 1 - n) % RING]..end]));
                 }
             }
         }
-        ring[j % RING] = end;
     }
     keys.push(source_key(source));
-    keys.sort_unstable();
-    keys.dedup();
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -262,7 +280,12 @@ impl Model {
             .into_iter()
             .map(|(k, j)| {
                 let r = rarity[j as usize];
-                (k, (w[j as usize] * r, r * r))
+                let weight = Weight {
+                    weighted: w[j as usize] * r,
+                    square: r * r,
+                    index: j,
+                };
+                (k, weight)
             })
             .collect();
         Model { weights, bias }
@@ -273,18 +296,51 @@ impl Model {
         // Asked of every turn and every part of a record: the buffers are
         // the thread's, kept between calls.
         thread_local! {
-            static BUFFERS: RefCell<(String, Vec<u64>)> = const { RefCell::new((String::new(), Vec::new())) };
+            static BUFFERS: RefCell<Buffers> = RefCell::default();
         }
-        let (mut sum, mut squares) = (0f32, 0f32);
-        BUFFERS.with_borrow_mut(|(text, keys)| {
-            features_into(folded, source, text, keys);
-            for (weighted, square) in keys.iter().filter_map(|k| self.weights.get(k)) {
-                sum += weighted;
-                squares += square;
+        let (mut sum, mut squares) = (0f64, 0f64);
+        BUFFERS.with_borrow_mut(|b| {
+            features_into(folded, source, &mut b.text, &mut b.keys);
+            let call = b.call(self.weights.len());
+            for w in b.keys.iter().filter_map(|k| self.weights.get(k)) {
+                // Each run counts once: its stamp says whether it has.
+                let stamp = &mut b.stamps[w.index as usize];
+                if *stamp != call {
+                    *stamp = call;
+                    sum += f64::from(w.weighted);
+                    squares += f64::from(w.square);
+                }
             }
         });
-        let norm = squares.sqrt().max(f32::MIN_POSITIVE);
-        f64::from(sigmoid(self.bias + sum / norm))
+        let norm = squares.sqrt().max(f64::from(f32::MIN_POSITIVE));
+        f64::from(sigmoid(self.bias + (sum / norm) as f32))
+    }
+}
+
+/// The buffers [`Model::probability`] keeps per thread: the spaced text,
+/// every run's key, and per run a model knows, the number of the call that
+/// last counted it (whichever model asked: each call has a new number).
+#[derive(Default)]
+struct Buffers {
+    text: String,
+    keys: Vec<u64>,
+    stamps: Vec<u32>,
+    calls: u32,
+}
+
+impl Buffers {
+    /// This call's number, with a stamp for each of `runs` runs. Counting
+    /// runs by stamp needs neither sorting the keys nor a set of them.
+    fn call(&mut self, runs: usize) -> u32 {
+        if self.stamps.len() < runs {
+            self.stamps.resize(runs, 0);
+        }
+        self.calls = self.calls.wrapping_add(1);
+        if self.calls == 0 {
+            self.stamps.fill(0);
+            self.calls = 1;
+        }
+        self.calls
     }
 }
 

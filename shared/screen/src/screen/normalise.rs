@@ -5,6 +5,8 @@
 //! carries encoded (base64, percent-encoding) are decoded so that they can be
 //! read too. Ordinary text comes out as it went in, lowercased.
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use unicode_normalization::UnicodeNormalization as _;
 
@@ -56,35 +58,38 @@ fn is_latin(c: char) -> bool {
     c.is_ascii_alphabetic() || ('\u{00C0}'..='\u{024F}').contains(&c)
 }
 
-/// One word with its disguises undone: a word of Latin letters with look-alike
-/// letters of another script, or with a digit or sign standing for a letter
-/// inside it (`1gn0re`, not `mp3` or `4x4`), becomes plain Latin. A word wholly
-/// in another script (Russian, Greek) or a number stays as it is.
-fn word(w: &str) -> String {
-    let chars: Vec<char> = w.chars().collect();
-    if !chars.iter().any(|c| is_latin(*c)) {
-        return w.to_string();
-    }
-    let twins = chars.iter().any(|c| latin_twin(*c).is_some());
-    let inside = |i: usize| {
-        chars[..i].iter().any(|c| is_latin(*c)) && chars[i + 1..].iter().any(|c| is_latin(*c))
+/// One word with its disguises undone, onto `out`: a word of Latin letters
+/// with look-alike letters of another script, or with a digit or sign
+/// standing for a letter inside it (`1gn0re`, not `mp3` or `4x4`), becomes
+/// plain Latin. A word wholly in another script (Russian, Greek) or a number
+/// stays as it is. Most words need nothing undone, and are copied as they are.
+fn push_word(out: &mut String, w: &str) {
+    let (Some(first), Some(last)) = (w.find(is_latin), w.rfind(is_latin)) else {
+        out.push_str(w);
+        return;
     };
-    let leet = (0..chars.len()).any(|i| leet_letter(chars[i]).is_some() && inside(i));
-    chars
-        .iter()
-        .map(|&c| {
-            let twin = latin_twin(c).filter(|_| twins);
-            let letter = leet_letter(c).filter(|_| leet);
-            twin.or(letter).unwrap_or(c)
-        })
-        .collect()
+    let twins = w.chars().any(|c| latin_twin(c).is_some());
+    // A digit or sign between the first Latin letter and the last.
+    let leet = w[first..last].chars().any(|c| leet_letter(c).is_some());
+    if !twins && !leet {
+        out.push_str(w);
+        return;
+    }
+    out.extend(w.chars().map(|c| {
+        let twin = latin_twin(c).filter(|_| twins);
+        let letter = leet_letter(c).filter(|_| leet);
+        twin.or(letter).unwrap_or(c)
+    }));
 }
 
 /// Runs of single letters separated by one space, dot, dash or underscore
 /// (`i g n o r e`, `f.o.r.g.e.t`) joined into words. A text that holds a run
 /// of four or more is spelling out words, so its shorter runs (`a l l`) are
 /// joined too; otherwise they are left (`a b c`).
-fn join_spaced(text: &str) -> String {
+fn join_spaced(text: &str) -> Cow<'_, str> {
+    if !spaced_letters(text) {
+        return Cow::Borrowed(text);
+    }
     let chars: Vec<char> = text.chars().collect();
     // (start, end inclusive) of every run of two or more spaced letters.
     let mut runs: Vec<(usize, usize)> = Vec::new();
@@ -124,7 +129,27 @@ fn join_spaced(text: &str) -> String {
         next = b + 1;
     }
     out.extend(&chars[next..]);
-    out
+    Cow::Owned(out)
+}
+
+/// Whether `text` has two single letters separated as [`join_spaced`]
+/// joins them (` a b `): the start of every run it joins. Without one, the
+/// text is left as it is, and read once without a copy.
+fn spaced_letters(text: &str) -> bool {
+    let mut window: [Option<char>; 5] = [None; 5];
+    let alnum = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let letter = |c: Option<char>| c.is_some_and(char::is_alphabetic);
+    let separator = |c: Option<char>| matches!(c, Some(' ' | '.' | '-' | '_' | '*'));
+    // Each position once as the window's last, then the end as a non-letter.
+    for c in text.chars().map(Some).chain([None]) {
+        window.rotate_left(1);
+        window[4] = c;
+        let [before, x, sep, y, after] = window;
+        if !alnum(before) && letter(x) && separator(sep) && letter(y) && !alnum(after) {
+            return true;
+        }
+    }
+    false
 }
 
 /// `text` without invisible characters, fullwidth forms and halfwidth kana folded, lowercased,
@@ -140,22 +165,25 @@ pub fn fold(text: &str) -> String {
     {
         visible = visible.nfkc().collect();
     }
-    let joined = join_spaced(&visible.to_lowercase());
+    let lower = visible.to_lowercase();
+    let joined = join_spaced(&lower);
     let mut out = String::with_capacity(joined.len());
-    let mut current = String::new();
+    // Where the word being read starts.
+    let mut word: Option<usize> = None;
     let mut space = false;
-    for c in joined.chars() {
+    for (i, c) in joined.char_indices() {
         if c.is_alphanumeric() || leet_letter(c).is_some() {
-            if space && !out.is_empty() {
-                out.push(' ');
+            if word.is_none() {
+                if space && !out.is_empty() {
+                    out.push(' ');
+                }
+                space = false;
+                word = Some(i);
             }
-            space = false;
-            current.push(c);
             continue;
         }
-        if !current.is_empty() {
-            out.push_str(&word(&current));
-            current.clear();
+        if let Some(start) = word.take() {
+            push_word(&mut out, &joined[start..i]);
         }
         if c.is_whitespace() {
             space = true;
@@ -167,7 +195,9 @@ pub fn fold(text: &str) -> String {
             out.push(c);
         }
     }
-    out.push_str(&word(&current));
+    if let Some(start) = word {
+        push_word(&mut out, &joined[start..]);
+    }
     out
 }
 
