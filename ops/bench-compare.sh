@@ -9,11 +9,13 @@
 # tree, both release, then runs `hindsight bench BENCH ARGS --json` N times each (default 3),
 # alternating older and newer so that the machine's drift falls on both, and prints every run's
 # JSON line and, per number the benchmark reports, the mean of each side and newer ÷ older.
-# Older commits build in one cargo build directory of their own (/var/tmp/hindsight-compare/build),
-# kept between runs: sharing this checkout's would not do, because cargo names a workspace crate's
-# artifacts by its path inside the workspace, so the two checkouts' crates overwrite each other
-# (the newer side then compiled against the older side's hindsight-shared). A benchmark that
-# needs services (NATS, PostgreSQL) finds them as for `bench`.
+# Each older commit builds in a cargo build directory of its own
+# (/var/tmp/hindsight-compare/build-SHA, kept between runs): sharing one, or this checkout's,
+# would not do, because cargo names a workspace crate's artifacts by its path inside the
+# workspace, so two checkouts' crates overwrite each other (the newer side then compiled against
+# the older side's hindsight-shared). A new one starts as a copy of the latest other one, so that
+# only what differs compiles again. A benchmark that needs services (NATS, PostgreSQL) finds them
+# as for `bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,8 +42,20 @@ sha="$(git rev-parse --verify --quiet "$rev^{commit}")" || {
   echo "[compare] $rev is not a commit here" >&2
   exit 2
 }
-build_dir=/var/tmp/hindsight-compare/build
+build_dir="/var/tmp/hindsight-compare/build-${sha:0:12}"
 tree="/var/tmp/hindsight-compare/${sha:0:12}"
+if [ ! -d "$build_dir" ]; then
+  latest="$(ls -dt /var/tmp/hindsight-compare/build-???????????? 2>/dev/null | head -n 1 || true)"
+  if [ -n "$latest" ]; then
+    echo "[compare] seeding $build_dir from $latest" >&2
+    rm -rf "$build_dir.partial"
+    cp -a "$latest" "$build_dir.partial"
+    # The workspace's own crates always compile again: their fingerprints
+    # would compare the other commit's sources by time, not by content.
+    rm -rf "$build_dir.partial"/release/.fingerprint/hindsight*
+    mv "$build_dir.partial" "$build_dir"
+  fi
+fi
 if [ ! -d "$tree" ]; then
   mkdir -p "$(dirname "$tree")"
   git worktree add --detach "$tree" "$sha" >&2

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod card;
 pub mod e5;
 pub mod local;
+pub mod recent;
 pub mod remote;
 
 use std::{path::Path, sync::Arc};

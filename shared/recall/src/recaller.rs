@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use hindsight_core::Namespace;
-use hindsight_embedder::Embedder;
+use hindsight_embedder::{Embedder, recent::Recent};
 use hindsight_index::VectorIndex;
 use hindsight_shared::config::RecallConfig;
 use hindsight_store::{Store, StoreError};
@@ -51,7 +51,9 @@ impl Recaller {
         Self {
             store,
             index,
-            embedder,
+            // Agents ask the same things again; a query's embedding is most
+            // of a recall's time.
+            embedder: embedder.map(|e| Recent::wrap(e, config.query_cache)),
             namespace,
             config: config.clone(),
             working: None,

@@ -90,6 +90,8 @@ pub struct RecallConfig {
     pub half_life: Duration,
     pub max_tokens: usize,
     pub index_timeout: Duration,
+    /// How many recent queries' vectors recall keeps (0: none).
+    pub query_cache: usize,
 }
 
 /// The janitor's schedule and the settings of its policy that deployments tune.

@@ -93,6 +93,12 @@ pub(super) fn set_signal_weights(v: &str, out: &mut [f64; 4]) -> Result<(), Stri
     Ok(())
 }
 
+/// A whole number, 0 included.
+pub(super) fn whole(v: &str) -> Result<usize, String> {
+    v.parse::<usize>()
+        .map_err(|_| "expected a whole number (0 or more)".into())
+}
+
 pub(super) fn positive<T: std::str::FromStr + PartialOrd + Default>(v: &str) -> Result<T, String> {
     match v.parse::<T>() {
         Ok(n) if n > T::default() => Ok(n),

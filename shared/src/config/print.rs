@@ -209,6 +209,10 @@ impl Config {
                 format!("{}ms", self.recall.index_timeout.as_millis()),
             ),
             (
+                "HINDSIGHT_RECALL_QUERY_CACHE",
+                self.recall.query_cache.to_string(),
+            ),
+            (
                 "HINDSIGHT_MCP_ALLOWED_HOSTS",
                 self.mcp_allowed_hosts.join(","),
             ),

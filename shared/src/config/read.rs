@@ -102,6 +102,7 @@ impl Config {
                 half_life: parse_with(get("HINDSIGHT_RECALL_HALF_LIFE"), duration::parse)?,
                 max_tokens: parse_with(get("HINDSIGHT_RECALL_MAX_TOKENS"), positive)?,
                 index_timeout: parse_with(get("HINDSIGHT_RECALL_INDEX_TIMEOUT"), duration::parse)?,
+                query_cache: parse_with(get("HINDSIGHT_RECALL_QUERY_CACHE"), whole)?,
             },
             mcp_allowed_hosts: get("HINDSIGHT_MCP_ALLOWED_HOSTS")
                 .1

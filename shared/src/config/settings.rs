@@ -267,6 +267,11 @@ pub const SETTINGS: &[Setting] = &[
         "How long recall waits for the query embedding and the vector index before answering from the other channels (degraded).",
     ),
     setting(
+        "HINDSIGHT_RECALL_QUERY_CACHE",
+        "1024",
+        "How many recent queries' vectors recall keeps, so that a query asked again is not embedded again (the same vector as before); 0 keeps none.",
+    ),
+    setting(
         "HINDSIGHT_MCP_ALLOWED_HOSTS",
         "localhost,127.0.0.1,::1",
         "Host headers the streamable-HTTP MCP endpoint (`/mcp`) accepts (DNS-rebinding protection); add the names clients use, e.g. `gateway` in compose.",

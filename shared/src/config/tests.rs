@@ -70,6 +70,23 @@ fn signal_weights_name_some_signals_and_keep_the_others() {
 }
 
 #[test]
+fn the_query_cache_is_a_whole_number_and_0_turns_it_off() {
+    let with = |v: &str| {
+        let v = v.to_string();
+        Config::from_lookup(move |k| (k == "HINDSIGHT_RECALL_QUERY_CACHE").then(|| v.clone()))
+    };
+    assert_eq!(with("0").expect("valid").recall.query_cache, 0);
+    assert_eq!(with("64").expect("valid").recall.query_cache, 64);
+    for bad in ["-1", "many", "1.5"] {
+        let err = with(bad).map(|_| ()).expect_err(bad);
+        assert!(
+            err.to_string().contains("HINDSIGHT_RECALL_QUERY_CACHE"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn every_setting_is_printed() {
     let config = Config::from_lookup(|_| None).expect("defaults are valid");
     let printed: Vec<_> = config.masked().into_iter().map(|(k, _)| k).collect();
