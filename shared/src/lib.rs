@@ -19,6 +19,7 @@ pub mod service;
 pub mod shutdown;
 pub mod status;
 pub mod streams;
+pub mod synthetic;
 pub mod telemetry;
 
 pub use config::Config;

@@ -8,21 +8,7 @@ use std::time::Instant;
 
 use hindsight_core::turn::{Turn, parse_envelope};
 use hindsight_screen::{judge, screen};
-
-const CITIES: &[&str] = &[
-    "Beijing", "Lisbon", "Nairobi", "Austin", "Osaka", "Tallinn", "Lima", "Hanoi",
-];
-const PEOPLE: &[&str] = &[
-    "Caroline", "Melanie", "Tom", "Aiko", "Ravi", "Joanna", "Nate", "Deborah",
-];
-const TEMPLATES: &[&str] = &[
-    "I went to {city} last week with {person} and we stayed for {n} days.",
-    "{person} told me the book club meets every {n}th of the month in {city}.",
-    "My favourite restaurant in {city} closed, so {person} suggested a new one on {n}th street.",
-    "I'm allergic to peanuts, so please remember that when {person} orders for the {n} of us.",
-    "我下个月和{person}一起去{city}出差，大概待{n}天。",
-    "We adopted a dog from a shelter in {city}; {person} named him Biscuit and he is {n} months old.",
-];
+use hindsight_shared::synthetic;
 
 fn main() {
     let turns: usize = std::env::args()
@@ -31,15 +17,7 @@ fn main() {
         .unwrap_or(20_000);
     let parsed: Vec<_> = (0..turns)
         .map(|i| {
-            let content = TEMPLATES[i % TEMPLATES.len()]
-                .replace("{city}", CITIES[(i / 7) % CITIES.len()])
-                .replace("{person}", PEOPLE[(i / 3) % PEOPLE.len()])
-                .replace("{n}", &(2 + i % 97).to_string());
-            let v = serde_json::json!({
-                "tenant": "bench", "user_id": format!("user-{}", i % 50),
-                "session_id": format!("session-{}", i % 200), "turn_id": format!("bench-{i}"),
-                "content": format!("{content} (note {i})"),
-            });
+            let v = synthetic::turn("bench", i);
             parse_envelope(v.to_string().as_bytes(), "bench", chrono::Utc::now())
                 .expect("a valid turn")
         })

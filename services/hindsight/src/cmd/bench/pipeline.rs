@@ -8,6 +8,7 @@ use hindsight_core::Topic;
 use hindsight_shared::{
     sandbox::Sandbox,
     service::{self, Context},
+    synthetic,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -48,37 +49,6 @@ pub(super) struct Report {
     pub(super) emitted_per_s: f64,
 }
 
-const CITIES: &[&str] = &[
-    "Beijing", "Lisbon", "Nairobi", "Austin", "Osaka", "Tallinn", "Lima", "Hanoi",
-];
-const PEOPLE: &[&str] = &[
-    "Caroline", "Melanie", "Tom", "Aiko", "Ravi", "Joanna", "Nate", "Deborah",
-];
-const TEMPLATES: &[&str] = &[
-    "I went to {city} last week with {person} and we stayed for {n} days.",
-    "{person} told me the book club meets every {n}th of the month in {city}.",
-    "My favourite restaurant in {city} closed, so {person} suggested a new one on {n}th street.",
-    "I'm allergic to peanuts, so please remember that when {person} orders for the {n} of us.",
-    "我下个月和{person}一起去{city}出差，大概待{n}天。",
-    "We adopted a dog from a shelter in {city}; {person} named him Biscuit and he is {n} months old.",
-];
-
-/// A realistic, unique turn for index `i`.
-fn turn(tenant: &str, i: usize) -> serde_json::Value {
-    let template = TEMPLATES[i % TEMPLATES.len()];
-    let content = template
-        .replace("{city}", CITIES[(i / 7) % CITIES.len()])
-        .replace("{person}", PEOPLE[(i / 3) % PEOPLE.len()])
-        .replace("{n}", &(2 + i % 97).to_string());
-    json!({
-        "tenant": tenant,
-        "user_id": format!("user-{}", i % 50),
-        "session_id": format!("session-{}", i % 200),
-        "turn_id": format!("bench-{i}"),
-        "content": format!("{content} (note {i})"),
-    })
-}
-
 /// Runs the pipeline up to `stage` in a sandbox and times that stage.
 pub(super) async fn bench(stage: StageName, turns: usize) -> anyhow::Result<Report> {
     let base = crate::cmd::setup()?;
@@ -106,7 +76,7 @@ async fn publish(ctx: &Context, turns: usize) -> anyhow::Result<()> {
     publish_all(
         ctx,
         "bench",
-        (0..turns).map(|i| (format!("bench:bench-{i}"), turn("bench", i))),
+        (0..turns).map(|i| (format!("bench:bench-{i}"), synthetic::turn("bench", i))),
     )
     .await
 }
@@ -197,7 +167,7 @@ fn ingest_turns(turns: usize, data: &std::path::Path) -> Vec<serde_json::Value> 
                 v["session_id"] = json!(format!("r{round}-{}", t.session_id));
                 v
             }
-            None => turn("bench", i),
+            None => synthetic::turn("bench", i),
         })
         .collect()
 }
