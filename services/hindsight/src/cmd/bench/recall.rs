@@ -172,12 +172,16 @@ async fn measure(ctx: &Context, memories: usize, queries: usize) -> anyhow::Resu
     let load_seconds = load_started.elapsed().as_secs_f64();
     tracing::info!(load_seconds, "loaded; measuring recall");
 
+    // Every query is embedded: the queries below repeat after a few hundred,
+    // and a recall's time is measured with its query's embedding.
+    let mut config = ctx.config.recall.clone();
+    config.query_cache = 0;
     let recaller = hindsight_recall::Recaller::new(
         ctx.store.clone(),
         Some(index.clone() as Arc<dyn VectorIndex>),
         Some(embedder.clone()),
         ctx.config.namespace.clone(),
-        &ctx.config.recall,
+        &config,
     )
     .recording_access(false);
     // Warm-up: the first calls load caches and plans.
