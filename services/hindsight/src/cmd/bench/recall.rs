@@ -195,7 +195,7 @@ async fn measure(ctx: &Context, memories: usize, queries: usize) -> anyhow::Resu
     let (mut degraded, mut returned) = (0, 0);
     let measuring = Instant::now();
     for n in 0..queries {
-        // Vary the text so no cache of any layer can answer from a previous query.
+        // 100 distinct texts: the recaller keeps no query vectors, so each is embedded.
         let query = format!(
             "{} {}",
             QUERIES[n % QUERIES.len()],
