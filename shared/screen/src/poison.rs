@@ -218,12 +218,9 @@ static SET: LazyLock<RegexSet> = LazyLock::new(|| {
 });
 
 /// A pattern as the set compiles it: case-insensitive, with word boundaries
-/// by ASCII. A Unicode `\b` on text with any non-ASCII character makes the
-/// regex engine leave its fast automaton for its slowest one: that was the
-/// filter's costliest step per turn (measured with callgrind). The words
-/// the boundaries delimit are Latin; CJK patterns use none.
+/// by ASCII ([`crate::ascii_word_boundaries`]).
 fn compiled(pattern: &str) -> String {
-    format!("(?i){}", pattern.replace("\\b", "(?-u:\\b)"))
+    format!("(?i){}", crate::ascii_word_boundaries(pattern))
 }
 
 /// Characters that show nothing but split a word for a pattern: zero-width

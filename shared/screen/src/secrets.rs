@@ -47,7 +47,7 @@ static COMPILED: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
     PATTERNS
         .iter()
         .map(|(kind, p)| {
-            let regex = Regex::new(&ascii_boundaries(p))
+            let regex = Regex::new(&crate::ascii_word_boundaries(p))
                 .unwrap_or_else(|e| panic!("invalid secret pattern {kind}: {e}"));
             (*kind, regex)
         })
@@ -57,16 +57,13 @@ static COMPILED: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
 /// Every pattern in one set: nearly every text holds no secret, which one
 /// pass over it answers.
 static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
-    RegexSet::new(PATTERNS.iter().map(|(_, p)| ascii_boundaries(p)))
-        .unwrap_or_else(|e| panic!("invalid secret patterns: {e}"))
+    RegexSet::new(
+        PATTERNS
+            .iter()
+            .map(|(_, p)| crate::ascii_word_boundaries(p)),
+    )
+    .unwrap_or_else(|e| panic!("invalid secret patterns: {e}"))
 });
-
-/// Word boundaries by ASCII: secrets are ASCII, and a Unicode `\b` on text
-/// with any non-ASCII character makes the regex engine leave its fast
-/// automaton for a slow one.
-fn ascii_boundaries(pattern: &str) -> String {
-    pattern.replace("\\b", "(?-u:\\b)")
-}
 
 /// The text with secrets replaced, and the kinds found (without repeats).
 #[derive(Debug, Clone, PartialEq, Eq)]

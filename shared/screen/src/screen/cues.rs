@@ -115,9 +115,7 @@ static SETS: LazyLock<Vec<(Cue, RegexSet)>> = LazyLock::new(|| {
                 .get(cue.name())
                 .into_iter()
                 .flat_map(|langs| langs.values().flatten())
-                // Word boundaries by ASCII: a Unicode `\b` on non-ASCII text
-                // makes the regex engine leave its fast automaton for a slow one.
-                .map(|p| format!("(?i){}", p.replace("\\b", "(?-u:\\b)")))
+                .map(|p| format!("(?i){}", crate::ascii_word_boundaries(p)))
                 .collect();
             let set = RegexSet::new(&patterns)
                 .unwrap_or_else(|e| panic!("screen/cues.toml, [{}]: {e}", cue.name()));
