@@ -400,11 +400,13 @@ async fn four_persist_replicas_never_write_near_duplicates_and_lose_no_fact() {
         1200,
         "one memory per distinct statement"
     );
-    let rows: Vec<(String, Vec<f32>)> =
-        sqlx::query_as("SELECT user_id, embedding FROM memories WHERE status = 'active'")
-            .fetch_all(&d.ctx.store.pool)
-            .await
-            .expect("query");
+    let rows: Vec<(String, Vec<f32>)> = sqlx::query_as(
+        "SELECT m.user_id, v.embedding FROM memories m JOIN memory_vectors v ON v.id = m.id
+             WHERE m.status = 'active'",
+    )
+    .fetch_all(&d.ctx.store.pool)
+    .await
+    .expect("query");
     for (i, (user_a, a)) in rows.iter().enumerate() {
         for (user_b, b) in &rows[i + 1..] {
             if user_a == user_b {

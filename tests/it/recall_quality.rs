@@ -323,11 +323,14 @@ async fn the_second_hop_ranks_what_is_near_the_best_memories_above_what_is_near_
         let id = Uuid::new_v4();
         ids.push((*name, id));
         sqlx::query(
-            "INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, importance,
-                                   confidence, source_trust, status, embedding_model, embedding_version,
-                                   embedding, terms, index_state)
-             VALUES ($1, $2, 'ana', 'semantic', 'fact', $3, $3, 0.5, 0.9, 'high', 'active', 'fixed', '1',
-                     $4, $5, 'indexed')",
+            "WITH m AS (
+               INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, importance,
+                                     confidence, source_trust, status, embedding_model, embedding_version,
+                                     terms, index_state)
+               VALUES ($1, $2, 'ana', 'semantic', 'fact', $3, $3, 0.5, 0.9, 'high', 'active', 'fixed', '1',
+                       $5, 'indexed')
+               RETURNING id)
+             INSERT INTO memory_vectors (id, embedding) SELECT id, $4 FROM m",
         )
         .bind(id)
         .bind(TENANT)

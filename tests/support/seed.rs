@@ -62,13 +62,15 @@ impl Seed {
 
     pub async fn write(&self, pool: &PgPool) -> Uuid {
         sqlx::query(
-            "INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, entities,
-                                   importance, confidence, source_trust, status, created_at, updated_at,
-                                   last_accessed_at, access_count, archived_at, embedding_model,
-                                   embedding_version, embedding, terms, index_state, expires_at,
-                                   status_at, pinned)
-             VALUES ($1, $2, $3, $4, $5, $6, lower($6), $7, $8, 0.9, 'high', $9, $10, $10, $11, $12, $13,
-                     'test-model', '1', $14, '{}', 'indexed', $15, $16, $17)",
+            "WITH m AS (
+               INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, entities,
+                                     importance, confidence, source_trust, status, created_at, updated_at,
+                                     last_accessed_at, access_count, archived_at, embedding_model,
+                                     embedding_version, terms, index_state, expires_at, status_at, pinned)
+               VALUES ($1, $2, $3, $4, $5, $6, lower($6), $7, $8, 0.9, 'high', $9, $10, $10, $11, $12, $13,
+                       'test-model', '1', '{}', 'indexed', $15, $16, $17)
+               RETURNING id)
+             INSERT INTO memory_vectors (id, embedding) SELECT id, $14 FROM m",
         )
         .bind(self.id)
         .bind(&self.tenant)
@@ -121,13 +123,19 @@ pub fn near(i: usize, j: usize, cos: f32) -> Vec<f32> {
     v
 }
 
-/// Every memory row as JSON (keyed and sorted by id), without the columns
-/// that only track index synchronisation.
+/// A memory row as JSON with its vector (`embedding`, as when it was a
+/// column), without the column that only tracks index synchronisation.
+const MEMORY_JSON: &str = "to_jsonb(m) - 'index_state'
+    || jsonb_build_object('embedding', (SELECT v.embedding FROM memory_vectors v WHERE v.id = m.id))";
+
+/// Every memory row as JSON (keyed and sorted by id): [`MEMORY_JSON`].
 pub async fn memories(pool: &PgPool) -> Vec<Value> {
-    sqlx::query_scalar("SELECT to_jsonb(m) - 'index_state' FROM memories m ORDER BY id")
-        .fetch_all(pool)
-        .await
-        .expect("memories read")
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT {MEMORY_JSON} FROM memories m ORDER BY id"
+    )))
+    .fetch_all(pool)
+    .await
+    .expect("memories read")
 }
 
 /// Every provenance row as JSON, sorted.
@@ -143,9 +151,11 @@ pub async fn sources(pool: &PgPool) -> Vec<Value> {
 
 /// One memory row as JSON.
 pub async fn memory(pool: &PgPool, id: Uuid) -> Option<Value> {
-    sqlx::query_scalar("SELECT to_jsonb(m) - 'index_state' FROM memories m WHERE id = $1")
-        .bind(id)
-        .fetch_optional(pool)
-        .await
-        .expect("memory read")
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT {MEMORY_JSON} FROM memories m WHERE id = $1"
+    )))
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+    .expect("memory read")
 }

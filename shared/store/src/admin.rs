@@ -112,14 +112,13 @@ impl Store {
                 content = coalesce($3, content),
                 content_key = coalesce($4, content_key),
                 terms = coalesce($5, terms),
-                terms_version = CASE WHEN $5 IS NULL THEN terms_version ELSE $11 END,
-                embedding = coalesce($6, embedding),
-                importance = coalesce($7, importance),
-                confidence = coalesce($8, confidence),
-                fact_type = coalesce($9, fact_type),
-                status = coalesce($10, status),
-                archived_at = CASE WHEN $10 = 'archived' THEN now() WHEN $10 = 'active' THEN NULL ELSE archived_at END,
-                pinned = coalesce($12, pinned),
+                terms_version = CASE WHEN $5 IS NULL THEN terms_version ELSE $10 END,
+                importance = coalesce($6, importance),
+                confidence = coalesce($7, confidence),
+                fact_type = coalesce($8, fact_type),
+                status = coalesce($9, status),
+                archived_at = CASE WHEN $9 = 'archived' THEN now() WHEN $9 = 'active' THEN NULL ELSE archived_at END,
+                pinned = coalesce($11, pinned),
                 updated_at = clock_timestamp(), index_state = 'pending'
              WHERE tenant = $1 AND id = $2",
         )
@@ -128,7 +127,6 @@ impl Store {
         .bind(new_content)
         .bind(new_content.map(statement::content_key))
         .bind(new_content.map(|c| search_terms(c, &entities, context.as_ref().map(|j| &j.0))))
-        .bind(embedding)
         .bind(patch.importance)
         .bind(patch.confidence)
         .bind(patch.fact_type.map(FactType::as_str))
@@ -137,6 +135,9 @@ impl Store {
         .bind(patch.pinned)
         .execute(&mut *tx)
         .await?;
+        if let Some(embedding) = embedding {
+            super::vectors::put(&mut tx, id, embedding).await?;
+        }
         let before_status = Status::try_from(status.as_str())?;
         let event = match patch.status {
             Some(Status::Archived) if before_status != Status::Archived => "archive",

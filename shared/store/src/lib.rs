@@ -11,5 +11,6 @@ pub mod planner;
 pub mod row;
 pub mod tenants;
 pub mod turns;
+pub mod vectors;
 
 pub use db::{Store, StoreError};

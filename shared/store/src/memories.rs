@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::{Store, StoreError};
+use super::{Store, StoreError, vectors};
 use hindsight_core::{
     fact::FactType,
     memory::{Kind, Status},
@@ -103,9 +103,10 @@ pub struct NewMemory {
     pub inferred: bool,
 }
 
-const CANDIDATE_COLUMNS: &str =
-    "id, content, content_key, embedding, importance, confidence, entities, context";
-const INDEXABLE_COLUMNS: &str = "id, tenant, user_id, session_id, kind, fact_type, status, created_at, occurred_at, updated_at, embedding_model, embedding_version, embedding";
+/// Over `memories m JOIN memory_vectors v`: only memories with a vector are candidates.
+const CANDIDATE_COLUMNS: &str = "m.id, m.content, m.content_key, v.embedding, m.importance, m.confidence, m.entities, m.context";
+/// Over `memories m JOIN memory_vectors v`: only memories with a vector are indexed.
+const INDEXABLE_COLUMNS: &str = "m.id, m.tenant, m.user_id, m.session_id, m.kind, m.fact_type, m.status, m.created_at, m.occurred_at, m.updated_at, m.embedding_model, m.embedding_version, v.embedding";
 
 /// Serialises dedupe-then-write per (tenant, user) across every persist replica
 /// until the transaction ends.
@@ -149,10 +150,10 @@ pub async fn candidates(
     all: bool,
 ) -> Result<Vec<Candidate>, StoreError> {
     let sql = format!(
-        "SELECT {CANDIDATE_COLUMNS} FROM memories
-         WHERE tenant = $1 AND user_id = $2 AND embedding_model = $3 AND embedding_version = $4
-           AND status = 'active' AND embedding IS NOT NULL
-           AND ($7 OR index_state = 'pending' OR content_key = ANY($5) OR id = ANY($6))"
+        "SELECT {CANDIDATE_COLUMNS} FROM memories m JOIN memory_vectors v ON v.id = m.id
+         WHERE m.tenant = $1 AND m.user_id = $2 AND m.embedding_model = $3 AND m.embedding_version = $4
+           AND m.status = 'active'
+           AND ($7 OR m.index_state = 'pending' OR m.content_key = ANY($5) OR m.id = ANY($6))"
     );
     Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(tenant)
@@ -225,10 +226,11 @@ pub async fn lexical_candidates(
     }
     let sql = format!(
         "SELECT {CANDIDATE_COLUMNS} FROM (
-           SELECT {CANDIDATE_COLUMNS}, terms, created_at FROM memories
-           WHERE tenant = $1 AND user_id = $2 AND embedding_model = $3 AND embedding_version = $4
-             AND status = 'active' AND embedding IS NOT NULL AND terms && $7
+           SELECT m.id, m.terms, m.created_at FROM memories m
+           WHERE m.tenant = $1 AND m.user_id = $2 AND m.embedding_model = $3 AND m.embedding_version = $4
+             AND m.status = 'active' AND m.terms && $7
            LIMIT {LEXICAL_BUDGET}) AS c
+         JOIN memories m ON m.id = c.id JOIN memory_vectors v ON v.id = c.id
          ORDER BY cardinality(ARRAY(SELECT unnest(c.terms) INTERSECT SELECT unnest($5::text[]))) DESC,
                   c.created_at DESC
          LIMIT $6"
@@ -251,13 +253,13 @@ pub async fn insert(tx: &mut Tx<'_>, m: &NewMemory) -> Result<(), StoreError> {
 
 /// [`insert`] on any connection (the janitor writes summaries inside its own transactions).
 pub async fn insert_on(conn: &mut sqlx::PgConnection, m: &NewMemory) -> Result<(), StoreError> {
-    sqlx::query(
+    let inserted = sqlx::query(
         "INSERT INTO memories (id, tenant, user_id, agent_id, session_id, kind, fact_type, content, content_key,
                                entities, importance, confidence, source_trust, status, occurred_at, valid_from,
-                               expires_at, embedding_model, embedding_version, embedding, terms, context, terms_version,
+                               expires_at, embedding_model, embedding_version, terms, context, terms_version,
                                source, flags, inferred, index_state)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
-                 $24, $25, $26, 'pending')
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
+                 $23, $24, $25, 'pending')
          ON CONFLICT (id) DO NOTHING",
     )
     .bind(m.id)
@@ -279,15 +281,19 @@ pub async fn insert_on(conn: &mut sqlx::PgConnection, m: &NewMemory) -> Result<(
     .bind(m.expires_at)
     .bind(&m.embedding_model)
     .bind(&m.embedding_version)
-    .bind(&m.embedding)
     .bind(search_terms(&m.content, &m.entities, m.context.as_ref()))
     .bind(m.context.as_ref().map(sqlx::types::Json))
     .bind(TERMS_VERSION)
     .bind(&m.source)
     .bind(&m.flags)
     .bind(m.inferred)
-    .execute(conn)
-    .await?;
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    // A memory already there keeps its vector, as it keeps everything else.
+    if inserted > 0 {
+        vectors::put(conn, m.id, &m.embedding).await?;
+    }
     Ok(())
 }
 
@@ -310,17 +316,16 @@ pub async fn merge(
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE memories
-         SET inferred = inferred AND $11, content = $2, content_key = $3, terms = $8, embedding = coalesce($4, embedding),
-             importance = greatest(importance, $5), confidence = least(1.0, greatest(confidence, $6) + 0.1),
-             entities = ARRAY(SELECT DISTINCT unnest(entities || $7::text[])),
-             context = coalesce(context, $9), terms_version = $10,
+         SET inferred = inferred AND $10, content = $2, content_key = $3, terms = $7,
+             importance = greatest(importance, $4), confidence = least(1.0, greatest(confidence, $5) + 0.1),
+             entities = ARRAY(SELECT DISTINCT unnest(entities || $6::text[])),
+             context = coalesce(context, $8), terms_version = $9,
              updated_at = clock_timestamp(), index_state = 'pending'
          WHERE id = $1",
     )
     .bind(id)
     .bind(content)
     .bind(content_key)
-    .bind(embedding)
     .bind(importance)
     .bind(confidence)
     .bind(entities)
@@ -330,6 +335,9 @@ pub async fn merge(
     .bind(inferred)
     .execute(&mut **tx)
     .await?;
+    if let Some(embedding) = embedding {
+        vectors::put(tx, id, embedding).await?;
+    }
     Ok(())
 }
 
@@ -433,7 +441,8 @@ impl Store {
     /// Memories by id, as the index needs them.
     pub async fn indexable(&self, ids: &[Uuid]) -> Result<Vec<Indexable>, StoreError> {
         let sql = format!(
-            "SELECT {INDEXABLE_COLUMNS} FROM memories WHERE id = ANY($1) AND embedding IS NOT NULL"
+            "SELECT {INDEXABLE_COLUMNS} FROM memories m JOIN memory_vectors v ON v.id = m.id
+             WHERE m.id = ANY($1)"
         );
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(ids)
@@ -448,10 +457,10 @@ impl Store {
         settle_ms: i64,
     ) -> Result<Vec<Indexable>, StoreError> {
         let sql = format!(
-            "SELECT {INDEXABLE_COLUMNS} FROM memories
-             WHERE index_state = 'pending' AND embedding IS NOT NULL
-               AND updated_at < clock_timestamp() - make_interval(secs => $2::double precision / 1000)
-             ORDER BY updated_at LIMIT $1"
+            "SELECT {INDEXABLE_COLUMNS} FROM memories m JOIN memory_vectors v ON v.id = m.id
+             WHERE m.index_state = 'pending'
+               AND m.updated_at < clock_timestamp() - make_interval(secs => $2::double precision / 1000)
+             ORDER BY m.updated_at LIMIT $1"
         );
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(limit)
@@ -492,9 +501,9 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<Indexable>, StoreError> {
         let sql = format!(
-            "SELECT {INDEXABLE_COLUMNS} FROM memories
-             WHERE status = ANY($1) AND embedding IS NOT NULL AND ($2::uuid IS NULL OR id > $2)
-             ORDER BY id LIMIT $3"
+            "SELECT {INDEXABLE_COLUMNS} FROM memories m JOIN memory_vectors v ON v.id = m.id
+             WHERE m.status = ANY($1) AND ($2::uuid IS NULL OR m.id > $2)
+             ORDER BY m.id LIMIT $3"
         );
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(&Status::INDEXED.map(Status::as_str)[..])
@@ -507,8 +516,8 @@ impl Store {
     /// The embedding models that memories use, as `(name, version, dimension)`.
     pub async fn embedding_models(&self) -> Result<Vec<(String, String, i32)>, StoreError> {
         Ok(sqlx::query_as(
-            "SELECT DISTINCT embedding_model, embedding_version, coalesce(array_length(embedding, 1), 0)
-             FROM memories WHERE embedding IS NOT NULL",
+            "SELECT DISTINCT m.embedding_model, m.embedding_version, coalesce(array_length(v.embedding, 1), 0)
+             FROM memories m JOIN memory_vectors v ON v.id = m.id",
         )
         .fetch_all(&self.pool)
         .await?)

@@ -145,6 +145,19 @@ async fn copy_world(from: &PgPool, to: &PgPool) {
             .await
             .expect("copied");
     }
+    let vectors: Vec<Value> = sqlx::query_scalar("SELECT to_jsonb(v) FROM memory_vectors v")
+        .fetch_all(from)
+        .await
+        .expect("vectors");
+    for v in vectors {
+        sqlx::query(
+            "INSERT INTO memory_vectors SELECT * FROM jsonb_populate_record(NULL::memory_vectors, $1)",
+        )
+        .bind(v)
+        .execute(to)
+        .await
+        .expect("copied");
+    }
     let sources: Vec<Value> = sqlx::query_scalar("SELECT to_jsonb(s) FROM memory_sources s")
         .fetch_all(from)
         .await

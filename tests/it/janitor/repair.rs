@@ -57,9 +57,12 @@ async fn memory(
         .expect("embedding")
         .remove(0);
     sqlx::query(
-        "INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, importance, confidence,
-                               source_trust, status, embedding_model, embedding_version, embedding, terms, index_state)
-         VALUES ($1, $2, 'li', 'semantic', 'fact', $3, $3, 0.5, 0.9, 'high', 'active', $4, $5, $6, '{}', 'indexed')",
+        "WITH m AS (
+           INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, importance, confidence,
+                                 source_trust, status, embedding_model, embedding_version, terms, index_state)
+           VALUES ($1, $2, 'li', 'semantic', 'fact', $3, $3, 0.5, 0.9, 'high', 'active', $4, $5, '{}', 'indexed')
+           RETURNING id)
+         INSERT INTO memory_vectors (id, embedding) SELECT id, $6 FROM m",
     )
     .bind(id)
     .bind(TENANT)
@@ -128,8 +131,9 @@ async fn supersede(pool: &PgPool, old: Uuid, by: Uuid) {
 async fn state(pool: &PgPool) -> (Vec<Value>, Vec<Value>) {
     let memories = sqlx::query_scalar(
         "SELECT jsonb_build_object('id', id, 'status', status, 'superseded_by', superseded_by,
-                                   'content', content, 'content_key', content_key, 'embedding', embedding)
-         FROM memories ORDER BY id",
+                                   'content', content, 'content_key', content_key,
+                                   'embedding', (SELECT v.embedding FROM memory_vectors v WHERE v.id = m.id))
+         FROM memories m ORDER BY id",
     )
     .fetch_all(pool)
     .await
@@ -228,10 +232,10 @@ async fn wrong_merges_and_supersedes_are_split_and_reinstated_from_provenance_an
         "a true change stays"
     );
     let parts: Vec<(Uuid, String, Vec<f32>, Vec<String>)> = sqlx::query_as(
-        "SELECT m.id, m.content, m.embedding, array_agg(s.fact_id ORDER BY s.fact_id)
-         FROM memories m JOIN memory_sources s ON s.memory_id = m.id
+        "SELECT m.id, m.content, v.embedding, array_agg(s.fact_id ORDER BY s.fact_id)
+         FROM memories m JOIN memory_sources s ON s.memory_id = m.id JOIN memory_vectors v ON v.id = m.id
          WHERE m.status = 'active' AND m.id NOT IN ($1, $2, $3)
-         GROUP BY m.id ORDER BY m.content",
+         GROUP BY m.id, v.embedding ORDER BY m.content",
     )
     .bind(sister)
     .bind(brother)

@@ -81,7 +81,8 @@ pub async fn recall_rows(
     }
     let sql = format!(
         "SELECT {MEMORY_ROW_COLUMNS}, m.terms,
-                CASE WHEN m.id = ANY($9) THEN m.embedding END AS embedding
+                CASE WHEN m.id = ANY($9)
+                     THEN (SELECT v.embedding FROM memory_vectors v WHERE v.id = m.id) END AS embedding
          FROM memories m
          WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($3) AND {FILTER_CLAUSES}
            AND m.id = ANY($8)"
@@ -110,7 +111,8 @@ pub async fn embeddings(
         return Ok(Default::default());
     }
     let rows: Vec<(Uuid, Vec<f32>)> = sqlx::query_as(
-        "SELECT id, embedding FROM memories WHERE tenant = $1 AND id = ANY($2) AND embedding IS NOT NULL",
+        "SELECT m.id, v.embedding FROM memories m JOIN memory_vectors v ON v.id = m.id
+         WHERE m.tenant = $1 AND m.id = ANY($2)",
     )
     .bind(tenant)
     .bind(ids)

@@ -30,8 +30,8 @@ impl Store {
                (SELECT count(*) FROM turns WHERE tenant = $1 AND user_id = $2) AS turns,
                (SELECT count(*) FROM memory_terms WHERE tenant = $1 AND user_id = $2)
                  + (SELECT count(*) FROM memory_users WHERE tenant = $1 AND user_id = $2) AS keyword_stats,
-               (SELECT count(*) FROM memories WHERE tenant = $1 AND user_id = $2
-                 AND embedding IS NOT NULL AND index_state <> 'removed') AS index_points,
+               (SELECT count(*) FROM memories m JOIN memory_vectors v ON v.id = m.id
+                 WHERE m.tenant = $1 AND m.user_id = $2 AND m.index_state <> 'removed') AS index_points,
                (SELECT coalesce(sum(1 + cardinality(duplicate_seqs)), 0)::bigint FROM turns
                  WHERE tenant = $1 AND user_id = $2) AS turn_messages",
         )
@@ -93,8 +93,9 @@ impl Store {
         for_job(
             &mut tx,
             "INSERT INTO erasure_points (erasure, embedding_model, embedding_version, dimension, point)
-             SELECT $3, embedding_model, embedding_version, cardinality(embedding), id FROM memories
-              WHERE tenant = $1 AND user_id = $2 AND embedding IS NOT NULL AND index_state <> 'removed'
+             SELECT $3, m.embedding_model, m.embedding_version, cardinality(v.embedding), m.id
+               FROM memories m JOIN memory_vectors v ON v.id = m.id
+              WHERE m.tenant = $1 AND m.user_id = $2 AND m.index_state <> 'removed'
              ON CONFLICT DO NOTHING",
         )
         .await?;

@@ -11,6 +11,7 @@ use crate::{
     StoreError,
     maintenance::steps::add_events,
     memories::{TERMS_VERSION, search_terms},
+    vectors,
 };
 use hindsight_core::turn::TurnContext;
 
@@ -124,7 +125,7 @@ pub async fn merged(
         "SELECT m.id, m.tenant, m.content, m.entities, m.context, m.embedding_model, m.embedding_version,
                 s.fact_id, {FACT_CONTENT} AS fact_content
          FROM memories m JOIN memory_sources s ON s.memory_id = m.id
-         WHERE m.status = 'active' AND m.embedding IS NOT NULL
+         WHERE m.status = 'active' AND EXISTS (SELECT 1 FROM memory_vectors v WHERE v.id = m.id)
            AND ($1::text IS NULL OR m.tenant = $1)
            AND EXISTS (SELECT 1 FROM memory_events e
                        WHERE e.memory_id = m.id AND e.event = 'merge' AND e.actor = 'persist')
@@ -191,7 +192,8 @@ pub async fn split(
     parts: &[Part],
 ) -> Result<u64, StoreError> {
     let before: Option<(String, String, Vec<String>, Vec<f32>)> = sqlx::query_as(
-        "SELECT content, content_key, terms, embedding FROM memories WHERE id = $1 AND status = 'active'",
+        "SELECT m.content, m.content_key, m.terms, v.embedding
+         FROM memories m JOIN memory_vectors v ON v.id = m.id WHERE m.id = $1 AND m.status = 'active'",
     )
     .bind(memory.id)
     .fetch_optional(&mut *conn)
@@ -202,7 +204,7 @@ pub async fn split(
     let terms_of = |c: &str| search_terms(c, &memory.entities, memory.context.as_ref());
     sqlx::query(
         "UPDATE memories SET content = $2, content_key = $3, terms = $4, terms_version = $5,
-                embedding = $6, updated_at = clock_timestamp(), index_state = 'pending'
+                updated_at = clock_timestamp(), index_state = 'pending'
          WHERE id = $1",
     )
     .bind(memory.id)
@@ -210,9 +212,9 @@ pub async fn split(
     .bind(&kept.content_key)
     .bind(terms_of(&kept.content))
     .bind(TERMS_VERSION)
-    .bind(&kept.embedding)
     .execute(&mut *conn)
     .await?;
+    vectors::put(conn, memory.id, &kept.embedding).await?;
     let detail = json!({
         "role": "split",
         "before": {"content": content, "content_key": content_key, "terms": terms, "embedding": embedding},
@@ -234,12 +236,12 @@ pub async fn split(
         let inserted = sqlx::query(
             "INSERT INTO memories (id, tenant, user_id, agent_id, session_id, scope, kind, fact_type, content,
                                    content_key, entities, importance, confidence, source_trust, status, occurred_at,
-                                   valid_from, expires_at, embedding_model, embedding_version, embedding, terms,
+                                   valid_from, expires_at, embedding_model, embedding_version, terms,
                                    context, terms_version, source, flags, inferred, index_state)
              SELECT $2, tenant, user_id, agent_id, session_id, scope, kind, fact_type, $3,
                     $4, entities, importance, confidence, source_trust, 'active', occurred_at,
-                    valid_from, expires_at, embedding_model, embedding_version, $5, $6,
-                    context, $7, source, flags, inferred, 'pending'
+                    valid_from, expires_at, embedding_model, embedding_version, $5,
+                    context, $6, source, flags, inferred, 'pending'
              FROM memories WHERE id = $1
              ON CONFLICT (id) DO NOTHING",
         )
@@ -247,7 +249,6 @@ pub async fn split(
         .bind(id)
         .bind(&part.content)
         .bind(&part.content_key)
-        .bind(&part.embedding)
         .bind(terms_of(&part.content))
         .bind(TERMS_VERSION)
         .execute(&mut *conn)
@@ -256,6 +257,7 @@ pub async fn split(
         if inserted == 0 {
             continue;
         }
+        vectors::put(conn, id, &part.embedding).await?;
         made += 1;
         sqlx::query(
             "UPDATE memory_sources SET memory_id = $2

@@ -72,6 +72,17 @@ impl Store {
                 continue;
             }
             back += 1;
+            sqlx::query(
+                "INSERT INTO memory_vectors (id, embedding)
+                 SELECT ($1->>'id')::uuid, ARRAY(SELECT x::real
+                                                FROM jsonb_array_elements_text($1->'embedding')
+                                                     WITH ORDINALITY AS a(x, i) ORDER BY i)
+                 WHERE jsonb_typeof($1->'embedding') = 'array'
+                 ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(row)
+            .execute(&mut *tx)
+            .await?;
             sqlx::query("DELETE FROM purged_points WHERE point = ($1->>'id')::uuid")
                 .bind(row)
                 .execute(&mut *tx)
@@ -323,13 +334,22 @@ async fn undo_repairs(
         .execute(&mut *tx)
         .await?
         .rows_affected();
+    // The vector first: the memory's content still says which were split.
+    sqlx::query(
+        "UPDATE memory_vectors v SET embedding = ARRAY(SELECT x::real
+                                  FROM jsonb_array_elements_text(e.detail->'before'->'embedding')
+                                       WITH ORDINALITY AS a(x, i) ORDER BY i)
+         FROM memory_events e, memories m
+         WHERE e.run_id = $1 AND e.event = 'update' AND e.detail->>'role' = 'split'
+           AND m.id = e.memory_id AND m.content = e.detail->'after'->>'content' AND v.id = m.id",
+    )
+    .bind(run)
+    .execute(&mut *tx)
+    .await?;
     sqlx::query(
         "UPDATE memories m SET content = e.detail->'before'->>'content',
                 content_key = e.detail->'before'->>'content_key',
                 terms = ARRAY(SELECT jsonb_array_elements_text(e.detail->'before'->'terms')),
-                embedding = ARRAY(SELECT x::real
-                                  FROM jsonb_array_elements_text(e.detail->'before'->'embedding')
-                                       WITH ORDINALITY AS a(x, i) ORDER BY i),
                 updated_at = clock_timestamp(), index_state = 'pending'
          FROM memory_events e
          WHERE e.run_id = $1 AND e.event = 'update' AND e.detail->>'role' = 'split'

@@ -237,22 +237,21 @@ async fn insert(pool: &PgPool, b: Batch) -> anyhow::Result<()> {
         "INSERT INTO memories (id, tenant, user_id, session_id, kind, fact_type, content, content_key,
                                entities, terms, importance, confidence, source_trust, status,
                                occurred_at, created_at, updated_at, last_accessed_at, access_count,
-                               archived_at, index_state, embedding_model, embedding_version, embedding,
+                               archived_at, index_state, embedding_model, embedding_version,
                                status_at, expires_at)
          SELECT r.id, r.tenant, r.user_id, r.session_id, r.kind, r.fact_type, r.content, r.content_key,
                 string_to_array(r.entities, chr(31)), string_to_array(r.terms, chr(31)),
                 r.importance, r.confidence, r.trust, r.status, r.occurred_at, r.created_at,
                 r.updated_at, r.last_accessed_at, r.access_count, r.archived_at, r.index_state,
-                $22, '1', ($23::real[])[(r.n - 1) * $24 + 1 : r.n * $24], r.status_at, r.expires_at
+                $22, '1', r.status_at, r.expires_at
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
                      $7::text[], $8::text[], $9::text[], $10::text[], $11::real[], $12::real[],
                      $13::text[], $14::text[], $15::timestamptz[], $16::timestamptz[],
                      $17::timestamptz[], $18::timestamptz[], $19::int[], $20::timestamptz[],
-                     $21::text[], $25::timestamptz[], $26::timestamptz[])
-              WITH ORDINALITY
+                     $21::text[], $23::timestamptz[], $24::timestamptz[])
               AS r(id, tenant, user_id, session_id, kind, fact_type, content, content_key, entities,
                    terms, importance, confidence, trust, status, occurred_at, created_at, updated_at,
-                   last_accessed_at, access_count, archived_at, index_state, status_at, expires_at, n)",
+                   last_accessed_at, access_count, archived_at, index_state, status_at, expires_at)",
     )
     .bind(&b.ids)
     .bind(&b.tenants)
@@ -276,10 +275,18 @@ async fn insert(pool: &PgPool, b: Batch) -> anyhow::Result<()> {
     .bind(&b.archived_at)
     .bind(&b.index_state)
     .bind(MODEL)
-    .bind(&b.embeddings)
-    .bind(DIMENSION as i32)
     .bind(&b.status_at)
     .bind(&b.expires_at)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO memory_vectors (id, embedding)
+         SELECT r.id, ($2::real[])[(r.n - 1) * $3 + 1 : r.n * $3]
+         FROM unnest($1::uuid[]) WITH ORDINALITY AS r(id, n)",
+    )
+    .bind(&b.ids)
+    .bind(&b.embeddings)
+    .bind(DIMENSION as i32)
     .execute(&mut *tx)
     .await?;
     sqlx::query(

@@ -282,11 +282,11 @@ async fn insert(
     sqlx::query(
         "INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, importance,
                                confidence, source_trust, status, embedding_model, embedding_version,
-                               terms, index_state, embedding)
+                               terms, index_state)
          SELECT r.id, $1, r.u, 'semantic', 'fact', r.c, r.k, r.i, 0.8, 'high', 'active', $6, $7,
-                string_to_array(r.t, chr(31)), 'indexed', ($10::real[])[(r.n - 1) * $11 + 1 : r.n * $11]
+                string_to_array(r.t, chr(31)), 'indexed'
          FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $8::real[], $9::text[])
-              WITH ORDINALITY AS r(id, u, c, k, i, t, n)",
+              AS r(id, u, c, k, i, t)",
     )
     .bind(TENANT)
     .bind(&ids)
@@ -297,6 +297,14 @@ async fn insert(
     .bind(&model.version)
     .bind(&importance)
     .bind(&terms)
+    .execute(&ctx.store.pool)
+    .await?;
+    sqlx::query(
+        "INSERT INTO memory_vectors (id, embedding)
+         SELECT r.id, ($2::real[])[(r.n - 1) * $3 + 1 : r.n * $3]
+         FROM unnest($1::uuid[]) WITH ORDINALITY AS r(id, n)",
+    )
+    .bind(&ids)
     .bind(&vectors)
     .bind(i32::try_from(dimension).unwrap_or(i32::MAX))
     .execute(&ctx.store.pool)

@@ -24,7 +24,7 @@ pub async fn merge_groups(
 ) -> Result<Vec<Group>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT tenant, user_id, embedding_model FROM memories
-         WHERE status = 'active' AND NOT pinned AND embedding IS NOT NULL AND ($1::text IS NULL OR tenant = $1)
+         WHERE status = 'active' AND NOT pinned AND ($1::text IS NULL OR tenant = $1)
          GROUP BY 1, 2, 3 HAVING count(*) > 1 ORDER BY 1, 2, 3",
     )
     .bind(tenant)
@@ -123,10 +123,12 @@ fn decode_floats(bytes: &[u8]) -> Result<Vec<f32>, sqlx::error::BoxDynError> {
     Ok(out)
 }
 
+/// Over `memories m JOIN memory_vectors v`: a memory without a vector has
+/// nothing to compare (the groups above may count it; it is never read).
 const VECTOR_COLUMNS: &str =
-    "id, tenant, user_id, agent_id, session_id, fact_type, content, entities,
-    importance, confidence, source_trust, access_count, occurred_at, valid_from, created_at,
-    last_accessed_at, updated_at, status_at, embedding_model, embedding_version, embedding";
+    "m.id, m.tenant, m.user_id, m.agent_id, m.session_id, m.fact_type, m.content, m.entities,
+    m.importance, m.confidence, m.source_trust, m.access_count, m.occurred_at, m.valid_from, m.created_at,
+    m.last_accessed_at, m.updated_at, m.status_at, m.embedding_model, m.embedding_version, v.embedding";
 
 /// One group's active memories.
 pub async fn merge_rows(
@@ -134,10 +136,10 @@ pub async fn merge_rows(
     group: &Group,
 ) -> Result<Vec<VectorRow>, StoreError> {
     let sql = format!(
-        "SELECT {VECTOR_COLUMNS} FROM memories
-         WHERE status = 'active' AND NOT pinned AND embedding IS NOT NULL
-           AND tenant = $1 AND user_id = $2 AND embedding_model = $3
-         ORDER BY id"
+        "SELECT {VECTOR_COLUMNS} FROM memories m JOIN memory_vectors v ON v.id = m.id
+         WHERE m.status = 'active' AND NOT m.pinned
+           AND m.tenant = $1 AND m.user_id = $2 AND m.embedding_model = $3
+         ORDER BY m.id"
     );
     Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(&group.tenant)
@@ -156,7 +158,7 @@ pub async fn consolidate_groups(
 ) -> Result<Vec<Group>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT tenant, user_id, embedding_model FROM memories
-         WHERE status = 'active' AND NOT pinned AND kind = 'episodic' AND embedding IS NOT NULL
+         WHERE status = 'active' AND NOT pinned AND kind = 'episodic'
            AND ($1::text IS NULL OR tenant = $1) AND created_at <= $2 AND access_count < $3
          GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
     )
@@ -175,11 +177,11 @@ pub async fn consolidate_rows(
     max_accesses: i32,
 ) -> Result<Vec<VectorRow>, StoreError> {
     let sql = format!(
-        "SELECT {VECTOR_COLUMNS} FROM memories
-         WHERE status = 'active' AND NOT pinned AND kind = 'episodic' AND embedding IS NOT NULL
-           AND tenant = $1 AND user_id = $2 AND embedding_model = $3
-           AND created_at <= $4 AND access_count < $5
-         ORDER BY coalesce(occurred_at, created_at), id"
+        "SELECT {VECTOR_COLUMNS} FROM memories m JOIN memory_vectors v ON v.id = m.id
+         WHERE m.status = 'active' AND NOT m.pinned AND m.kind = 'episodic'
+           AND m.tenant = $1 AND m.user_id = $2 AND m.embedding_model = $3
+           AND m.created_at <= $4 AND m.access_count < $5
+         ORDER BY coalesce(m.occurred_at, m.created_at), m.id"
     );
     Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(&group.tenant)

@@ -325,10 +325,13 @@ pub async fn insert_summaries(
 }
 
 /// The rows a purge is about to delete, each as one JSON object with its
-/// provenance, to be written to the export before they go.
+/// provenance and vector, to be written to the export before they go
+/// (`embedding` sits beside the row's columns, as when it was one of them).
 pub async fn export_rows(conn: &mut PgConnection, ids: &[Uuid]) -> Result<Vec<Value>, StoreError> {
     Ok(sqlx::query_scalar(
-        "SELECT to_jsonb(m) || jsonb_build_object('sources', coalesce(
+        "SELECT to_jsonb(m)
+                || jsonb_build_object('embedding', (SELECT v.embedding FROM memory_vectors v WHERE v.id = m.id))
+                || jsonb_build_object('sources', coalesce(
                     (SELECT jsonb_agg(jsonb_build_object('fact_id', s.fact_id, 'turn_id', s.turn_id,
                                                          'added_at', s.added_at) ORDER BY s.fact_id)
                      FROM memory_sources s WHERE s.memory_id = m.id), '[]'::jsonb))
@@ -355,8 +358,9 @@ pub async fn apply_purge(
     // reconciler has not yet taken out) leave their points to remove.
     sqlx::query(
         "INSERT INTO purged_points (run, embedding_model, embedding_version, dimension, point)
-         SELECT $2, embedding_model, embedding_version, cardinality(embedding), id FROM memories
-          WHERE id = ANY($1) AND embedding IS NOT NULL AND index_state <> 'removed'
+         SELECT $2, m.embedding_model, m.embedding_version, cardinality(v.embedding), m.id
+           FROM memories m JOIN memory_vectors v ON v.id = m.id
+          WHERE m.id = ANY($1) AND m.index_state <> 'removed'
          ON CONFLICT DO NOTHING",
     )
     .bind(&ids)
