@@ -1,7 +1,23 @@
 //! The turns `hindsight bench filter` and `bench extract` publish, and the
 //! filter's own timing (`hindsight-screen`'s `judge_speed` example) judges:
 //! realistic, each unique, in English and Chinese, defined once so that both
-//! measure the same texts.
+//! measure the same texts. Likewise the queries of `hindsight bench recall`
+//! and of the query embedding's own timing (`hindsight-embedder`'s
+//! `query_speed` example).
+
+/// What `hindsight bench recall` asks (with a place appended to make each distinct).
+pub const RECALL_QUERIES: &[&str] = &[
+    "What is the user allergic to?",
+    "Where did Caroline go hiking?",
+    "Which instrument is being learnt?",
+    "Who works at a hospital?",
+    "What pet was adopted in Osaka?",
+    "Tell me about marathon plans",
+    "What did Melanie paint?",
+    "Which seats does Tom prefer when flying?",
+    "book club science fiction Lima",
+    "bicycle bought in Tallinn",
+];
 
 const CITIES: &[&str] = &[
     "Beijing", "Lisbon", "Nairobi", "Austin", "Osaka", "Tallinn", "Lima", "Hanoi",

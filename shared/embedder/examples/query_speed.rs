@@ -11,19 +11,7 @@
 use std::time::Instant;
 
 use hindsight_embedder::{Embedder, local::LocalEmbedder};
-
-const QUERIES: &[&str] = &[
-    "What is the user allergic to?",
-    "Where did Caroline go hiking?",
-    "Which instrument is being learnt?",
-    "Who works at a hospital?",
-    "What pet was adopted in Osaka?",
-    "Tell me about marathon plans",
-    "What did Melanie paint?",
-    "Which seats does Tom prefer when flying?",
-    "book club science fiction Lima",
-    "bicycle bought in Tallinn",
-];
+use hindsight_shared::synthetic::RECALL_QUERIES as QUERIES;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {

@@ -132,44 +132,25 @@ fn same_state(got: &(Vec<Value>, Vec<Value>), want: &(Vec<Value>, Vec<Value>), c
     assert_eq!(got.1, want.1, "killed after {crash_after}: provenance");
 }
 
-/// Writes the same world (same ids) into a database.
+/// Writes the same world (same ids) into a database: memories first, then
+/// what refers to them.
 async fn copy_world(from: &PgPool, to: &PgPool) {
-    let rows: Vec<Value> = sqlx::query_scalar("SELECT to_jsonb(m) FROM memories m")
+    for table in ["memories", "memory_vectors", "memory_sources"] {
+        let rows: Vec<Value> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT to_jsonb(r) FROM {table} r"
+        )))
         .fetch_all(from)
         .await
         .expect("rows");
-    for r in rows {
-        sqlx::query("INSERT INTO memories SELECT * FROM jsonb_populate_record(NULL::memories, $1)")
+        for r in rows {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "INSERT INTO {table} SELECT * FROM jsonb_populate_record(NULL::{table}, $1)"
+            )))
             .bind(r)
             .execute(to)
             .await
             .expect("copied");
-    }
-    let vectors: Vec<Value> = sqlx::query_scalar("SELECT to_jsonb(v) FROM memory_vectors v")
-        .fetch_all(from)
-        .await
-        .expect("vectors");
-    for v in vectors {
-        sqlx::query(
-            "INSERT INTO memory_vectors SELECT * FROM jsonb_populate_record(NULL::memory_vectors, $1)",
-        )
-        .bind(v)
-        .execute(to)
-        .await
-        .expect("copied");
-    }
-    let sources: Vec<Value> = sqlx::query_scalar("SELECT to_jsonb(s) FROM memory_sources s")
-        .fetch_all(from)
-        .await
-        .expect("sources");
-    for s in sources {
-        sqlx::query(
-            "INSERT INTO memory_sources SELECT * FROM jsonb_populate_record(NULL::memory_sources, $1)",
-        )
-        .bind(s)
-        .execute(to)
-        .await
-        .expect("copied");
+        }
     }
 }
 

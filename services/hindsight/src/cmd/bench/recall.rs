@@ -20,7 +20,7 @@ use hindsight_core::{
 };
 use hindsight_index::{Collection, Payload, Point, VectorIndex};
 use hindsight_recall::{RecallRequest, Timings};
-use hindsight_shared::service::Context;
+use hindsight_shared::{service::Context, synthetic::RECALL_QUERIES as QUERIES};
 use hindsight_store::memories;
 use hindsight_text::statement;
 use serde::Serialize;
@@ -77,18 +77,6 @@ const TEMPLATES: &[&str] = &[
     "{p} painted a sunset over the harbour of {c}",
     "{p} bought a second-hand bicycle in {c}",
     "{p} hosts a book club about science fiction in {c}",
-];
-const QUERIES: &[&str] = &[
-    "What is the user allergic to?",
-    "Where did Caroline go hiking?",
-    "Which instrument is being learnt?",
-    "Who works at a hospital?",
-    "What pet was adopted in Osaka?",
-    "Tell me about marathon plans",
-    "What did Melanie paint?",
-    "Which seats does Tom prefer when flying?",
-    "book club science fiction Lima",
-    "bicycle bought in Tallinn",
 ];
 
 fn base_texts() -> Vec<String> {
