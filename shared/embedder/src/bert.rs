@@ -5,8 +5,10 @@
 //! refuses it rather than computing something else.
 
 use candle_core::{DType, Device, Module, Result, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
+use candle_nn::{Embedding, LayerNorm, VarBuilder, embedding, layer_norm, linear};
 use serde::Deserialize;
+
+use crate::dense::Dense;
 
 /// The fields of a Hugging Face `config.json` the encoder reads.
 #[derive(Debug, Clone, Deserialize)]
@@ -183,13 +185,13 @@ impl Embeddings {
 
 /// One encoder block: multi-head self-attention, then the feed-forward layers.
 struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    attention_out: Linear,
+    query: Dense,
+    key: Dense,
+    value: Dense,
+    attention_out: Dense,
     attention_norm: LayerNorm,
-    intermediate: Linear,
-    out: Linear,
+    intermediate: Dense,
+    out: Dense,
     out_norm: LayerNorm,
     heads: usize,
     head_size: usize,
@@ -200,13 +202,17 @@ impl Layer {
         let (h, eps) = (c.hidden_size, c.layer_norm_eps);
         let attention = vb.pp("attention");
         Ok(Self {
-            query: linear(h, h, attention.pp("self").pp("query"))?,
-            key: linear(h, h, attention.pp("self").pp("key"))?,
-            value: linear(h, h, attention.pp("self").pp("value"))?,
-            attention_out: linear(h, h, attention.pp("output").pp("dense"))?,
+            query: Dense::new(linear(h, h, attention.pp("self").pp("query"))?),
+            key: Dense::new(linear(h, h, attention.pp("self").pp("key"))?),
+            value: Dense::new(linear(h, h, attention.pp("self").pp("value"))?),
+            attention_out: Dense::new(linear(h, h, attention.pp("output").pp("dense"))?),
             attention_norm: layer_norm(h, eps, attention.pp("output").pp("LayerNorm"))?,
-            intermediate: linear(h, c.intermediate_size, vb.pp("intermediate").pp("dense"))?,
-            out: linear(c.intermediate_size, h, vb.pp("output").pp("dense"))?,
+            intermediate: Dense::new(linear(
+                h,
+                c.intermediate_size,
+                vb.pp("intermediate").pp("dense"),
+            )?),
+            out: Dense::new(linear(c.intermediate_size, h, vb.pp("output").pp("dense"))?),
             out_norm: layer_norm(h, eps, vb.pp("output").pp("LayerNorm"))?,
             heads: c.num_attention_heads,
             head_size: h / c.num_attention_heads,

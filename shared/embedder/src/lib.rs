@@ -8,6 +8,7 @@
 pub mod bert;
 pub mod cache;
 pub mod card;
+pub mod dense;
 pub mod e5;
 pub mod local;
 pub mod recent;
