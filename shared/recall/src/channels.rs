@@ -32,29 +32,23 @@ pub(crate) struct SecondHop {
 }
 
 impl Recaller {
-    /// The candidates' rows, by id, with the vectors of those the dense
-    /// channel did not score (so that every candidate gets its cosine).
-    pub(crate) async fn rows(
+    /// Rows of candidates by id, with their vectors when `with_vectors` (for
+    /// candidates the index did not score, so that every candidate gets its
+    /// cosine). Each channel reads its own candidates' rows as soon as it
+    /// answers, so that the reads overlap the slower channels.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn candidate_rows(
         &self,
         tenant: &str,
         req: &RecallRequest,
         statuses: &[Status],
         filters: &Filters,
         ids: &[Uuid],
-        dense: &Dense,
+        with_vectors: bool,
     ) -> Result<HashMap<Uuid, RecallRow>, StoreError> {
         let mut unique = ids.to_vec();
         unique.sort();
         unique.dedup();
-        let unscored: Vec<Uuid> = if dense.vector.is_empty() {
-            Vec::new()
-        } else {
-            unique
-                .iter()
-                .filter(|id| !dense.hits.iter().any(|h| h.id == **id))
-                .copied()
-                .collect()
-        };
         Ok(rows::recall_rows(
             &self.store,
             tenant,
@@ -62,7 +56,7 @@ impl Recaller {
             statuses,
             filters,
             &unique,
-            &unscored,
+            with_vectors,
         )
         .await?
         .into_iter()
@@ -113,7 +107,14 @@ impl Recaller {
             .filter(|id| !rows.contains_key(id))
             .collect();
         let rows = self
-            .rows(tenant, req, statuses, filters, &new, dense)
+            .candidate_rows(
+                tenant,
+                req,
+                statuses,
+                filters,
+                &new,
+                !dense.vector.is_empty(),
+            )
             .await?;
         Ok(Some(SecondHop { hits, vector, rows }))
     }

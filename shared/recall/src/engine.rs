@@ -1,7 +1,10 @@
 //! The recall engine: channels concurrently, RRF, the score, conflicts, the
 //! budget, then access counting off the reply path.
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
 
 use chrono::Utc;
 use hindsight_shared::events;
@@ -67,38 +70,73 @@ impl Recaller {
         };
         let use_filter_channel =
             filter_w > 0.0 && (!filters.is_empty() || req.query.trim().is_empty());
+        // Candidates the index did not score need their vectors for a cosine.
+        let vectors = dense_w > 0.0;
+        // Each channel reads its candidates' rows as soon as it answers: the
+        // reads overlap the slower channels instead of following them all.
+        let rows_of = |ids: Vec<Uuid>, with_vectors: bool| {
+            let (statuses, filters) = (&statuses, &filters);
+            timed(async move {
+                self.candidate_rows(tenant, req, statuses, filters, &ids, with_vectors)
+                    .await
+            })
+        };
         let (
-            (dense, dense_time),
-            (keyword, keyword_time),
-            (filtered, filter_time),
-            (entity, entity_time),
+            (dense, dense_time, dense_rows),
+            (keyword, keyword_time, keyword_rows),
+            (filtered, filter_time, filter_rows),
+            (entity, entity_time, entity_rows),
             working,
         ) = tokio::join!(
-            timed(self.dense(tenant, req, &statuses, dense_w > 0.0)),
-            timed(keyword::search(&self.store, &keyword_query)),
-            timed(async {
-                if use_filter_channel {
-                    rows::filter_channel(
-                        &self.store,
-                        tenant,
-                        &req.user_id,
-                        &statuses,
-                        &filters,
-                        CHANNEL_DEPTH,
-                    )
-                    .await
-                } else {
-                    Ok(Vec::new())
-                }
-            }),
-            timed(rows::entity_channel(
-                &self.store,
-                tenant,
-                &req.user_id,
-                &statuses,
-                &query_entities,
-                CHANNEL_DEPTH,
-            )),
+            async {
+                let (dense, time) = timed(self.dense(tenant, req, &statuses, dense_w > 0.0)).await;
+                let ids = dense
+                    .as_ref()
+                    .map(|d| d.hits.iter().map(|h| h.id).collect())
+                    .unwrap_or_default();
+                (dense, time, rows_of(ids, false).await)
+            },
+            async {
+                let (keyword, time) = timed(keyword::search(&self.store, &keyword_query)).await;
+                let ids = keyword
+                    .as_ref()
+                    .map(|k| k.hits.iter().map(|h| h.id).collect())
+                    .unwrap_or_default();
+                (keyword, time, rows_of(ids, vectors).await)
+            },
+            async {
+                let (filtered, time) = timed(async {
+                    if use_filter_channel {
+                        rows::filter_channel(
+                            &self.store,
+                            tenant,
+                            &req.user_id,
+                            &statuses,
+                            &filters,
+                            CHANNEL_DEPTH,
+                        )
+                        .await
+                    } else {
+                        Ok(Vec::new())
+                    }
+                })
+                .await;
+                let ids = filtered.as_ref().cloned().unwrap_or_default();
+                (filtered, time, rows_of(ids, vectors).await)
+            },
+            async {
+                let (entity, time) = timed(rows::entity_channel(
+                    &self.store,
+                    tenant,
+                    &req.user_id,
+                    &statuses,
+                    &query_entities,
+                    CHANNEL_DEPTH,
+                ))
+                .await;
+                let ids = entity.as_ref().map(|e| e.ids.clone()).unwrap_or_default();
+                (entity, time, rows_of(ids, vectors).await)
+            },
             self.working_memory(tenant, req),
         );
         timings.dense = dense_time;
@@ -132,16 +170,19 @@ impl Recaller {
         let filtered = filtered?;
         let entity = entity?;
 
-        // Every channel's candidates, each read once and scored by every signal.
+        // Every channel's candidates, each read once and scored by every
+        // signal. The dense channel's rows come first: they need no vector.
         let mut ids: Vec<Uuid> = dense.hits.iter().map(|h| h.id).collect();
         ids.extend(keyword.hits.iter().map(|h| h.id));
         ids.extend(filtered.iter().copied());
         ids.extend(entity.ids.iter().copied());
-        let rows_started = Instant::now();
-        let mut rows = self
-            .rows(tenant, req, &statuses, &filters, &ids, &dense)
-            .await?;
-        timings.rows = rows_started.elapsed();
+        let mut rows = HashMap::new();
+        for (read, time) in [dense_rows, keyword_rows, filter_rows, entity_rows] {
+            timings.rows = timings.rows.max(time);
+            for (id, row) in read? {
+                rows.entry(id).or_insert(row);
+            }
+        }
 
         let rank_started = Instant::now();
         let periods = when::periods(&req.query, now);

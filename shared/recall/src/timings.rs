@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use hindsight_shared::events;
 
-/// One recall's parts. The channels run concurrently, so the parts before
-/// `rows` overlap: the answer waits for the slowest of them.
+/// One recall's parts. The channels run concurrently, each followed by the
+/// read of its candidates' rows, so the parts before `rank` overlap: the
+/// answer waits for the slowest channel and its rows.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Timings {
     /// Embedding the query (part of `dense`).
@@ -17,7 +18,8 @@ pub struct Timings {
     pub entity: Duration,
     /// The structured-filter channel (zero when the request has no filter).
     pub filter: Duration,
-    /// Reading the candidates' rows back from Postgres.
+    /// Reading the candidates' rows back from Postgres: the longest of the
+    /// channels' reads, each of which follows its own channel.
     pub rows: Duration,
     /// The second hop: its search and its new rows (zero when off).
     pub second_hop: Duration,

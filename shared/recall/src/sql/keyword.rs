@@ -25,6 +25,10 @@ use hindsight_text::terms;
 /// How many memories the channel scores at most (see the module doc).
 pub const CANDIDATE_BUDGET: i64 = 2_000;
 
+/// The parameter number of the first scored term in the scoring query (the
+/// terms follow the query's nine fixed parameters, their weights follow them).
+const FIRST_TERM: usize = 10;
+
 /// BM25's usual constants.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -152,14 +156,14 @@ pub async fn search(store: &Store, q: &KeywordQuery<'_>) -> Result<KeywordAnswer
     let candidate_rows = if intersect {
         let two_rarest = format!(
             "SELECT m.id, m.terms FROM memories m
-            WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) {indexed}
-              AND m.terms @> $10::text[]"
+            WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($4) {indexed}
+              AND m.terms @> $9::text[]"
         );
         if known.len() > 2 {
             format!(
                 "SELECT DISTINCT ON (id) id, terms FROM (
                    (SELECT m.id, m.terms FROM memories m
-                    WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) {indexed}
+                    WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($4) {indexed}
                       AND m.terms @> $3::text[])
                    UNION ALL ({two_rarest})
                    LIMIT {CANDIDATE_BUDGET}) AS t"
@@ -171,35 +175,52 @@ pub async fn search(store: &Store, q: &KeywordQuery<'_>) -> Result<KeywordAnswer
         // The budget binds only for a lone term too common to score in full.
         format!(
             "SELECT m.id, m.terms FROM memories m
-             WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($5) {indexed}
-               AND m.terms && $10::text[]
+             WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($4) {indexed}
+               AND m.terms && $9::text[]
              LIMIT {CANDIDATE_BUDGET}"
         )
     };
+    // The idf of each scored term the candidate holds, summed in one
+    // expression with each term and weight a parameter of its own: a
+    // sub-select per candidate (unnest the query's terms, filter, sum) cost
+    // a fifth more than the whole query does now.
+    let matched = (0..scored.len())
+        .map(|i| {
+            format!(
+                "CASE WHEN ${} = ANY(c.terms) THEN ${}::float8 ELSE 0 END",
+                FIRST_TERM + i,
+                FIRST_TERM + scored.len() + i
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" + ");
     let sql = format!(
         "SELECT c.id,
-                (SELECT sum(x.w) FROM unnest($3::text[], $4::float8[]) AS x(t, w) WHERE x.t = ANY(c.terms))
-                  * ($7 + 1) / (1 + $7 * (1 - $8 + $8 * cardinality(c.terms) / $6)) AS score
+                ({matched}) * ($6 + 1) / (1 + $6 * (1 - $7 + $7 * cardinality(c.terms) / $5)) AS score
          FROM ({candidate_rows}) AS c
          ORDER BY score DESC, c.id
-         LIMIT $9"
+         LIMIT $8"
     );
     let scorer = KeywordScorer {
         terms: scored.iter().cloned().zip(idf.iter().copied()).collect(),
         avgdl,
     };
-    let hits = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+    let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(q.tenant)
         .bind(q.user_id)
         .bind(&scored)
-        .bind(&idf)
         .bind(names(q.statuses))
         .bind(avgdl)
         .bind(K1)
         .bind(B)
         .bind(i64::try_from(q.limit).unwrap_or(i64::MAX))
-        .bind(&candidates)
-        .fetch_all(&store.pool)
-        .await?;
+        .bind(&candidates);
+    for term in &scored {
+        query = query.bind(term);
+    }
+    for weight in &idf {
+        query = query.bind(weight);
+    }
+    let hits = query.fetch_all(&store.pool).await?;
     Ok(KeywordAnswer { hits, scorer })
 }

@@ -64,9 +64,9 @@ pub struct EntityAnswer {
 }
 
 /// The given memories of one user, in the statuses asked for and within
-/// the filters, with their terms, and their embeddings where `with_vector`
-/// names them (reading a vector costs: only those not already scored by
-/// the index); ids outside that scope are silently absent.
+/// the filters, with their terms, and their embeddings if `with_vectors`
+/// (reading a vector costs: only for memories the index did not score);
+/// ids outside that scope are silently absent.
 pub async fn recall_rows(
     store: &Store,
     tenant: &str,
@@ -74,14 +74,14 @@ pub async fn recall_rows(
     statuses: &[Status],
     filters: &Filters,
     ids: &[Uuid],
-    with_vector: &[Uuid],
+    with_vectors: bool,
 ) -> Result<Vec<RecallRow>, StoreError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let sql = format!(
         "SELECT {MEMORY_ROW_COLUMNS}, m.terms,
-                CASE WHEN m.id = ANY($9)
+                CASE WHEN $9::boolean
                      THEN (SELECT v.embedding FROM memory_vectors v WHERE v.id = m.id) END AS embedding
          FROM memories m
          WHERE m.tenant = $1 AND m.user_id = $2 AND m.status = ANY($3) AND {FILTER_CLAUSES}
@@ -96,7 +96,7 @@ pub async fn recall_rows(
         .bind(filters.occurred_from)
         .bind(filters.occurred_to)
         .bind(ids)
-        .bind(with_vector)
+        .bind(with_vectors)
         .fetch_all(&store.pool)
         .await?)
 }

@@ -44,9 +44,10 @@ pub struct Report {
     pub qps: f64,
     /// The query embedding alone, for scale.
     pub embed_p50_ms: f64,
-    /// Each part's p50 and p99 (ms). The channels run concurrently, so
-    /// `embed`+`search` (the dense channel), `keyword` and `entity` overlap;
-    /// `rows` and `rank` (fusion, score, budget) follow them.
+    /// Each part's p50 and p99 (ms). The channels run concurrently, each
+    /// followed by the read of its candidates' rows (`rows`, the longest of
+    /// those reads), so `embed`+`search` (the dense channel), `keyword` and
+    /// `entity` overlap; `rank` (fusion, score, budget) follows them.
     pub parts: BTreeMap<&'static str, Split>,
     pub embedder: String,
     pub index: String,
