@@ -1,9 +1,9 @@
 //! The keyword channel when every query term is common: it scores at most
-//! `CANDIDATE_BUDGET` memories, and those holding every query term are among
-//! them.
+//! its candidate budget of memories, and those holding every query term are
+//! among them.
 
 use hindsight_core::memory::Status;
-use hindsight_recall::sql::keyword::{self, CANDIDATE_BUDGET, KeywordQuery};
+use hindsight_recall::sql::keyword::{self, KeywordQuery};
 use hindsight_tests::Deployment;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -15,7 +15,7 @@ async fn with_only_common_terms_the_memories_holding_all_of_them_still_come_firs
     // (an absent term's place takes a word of its own) so that length does
     // not rank. Inserted in order, so the first rows the two rarest terms
     // find hold only two of the three.
-    const { assert!(CANDIDATE_BUDGET < 3_000) };
+    const CANDIDATES: usize = 2_000;
     sqlx::query(
         "INSERT INTO memories (id, tenant, user_id, kind, fact_type, content, content_key, importance,
                                confidence, source_trust, status, embedding_model, embedding_version,
@@ -43,6 +43,7 @@ async fn with_only_common_terms_the_memories_holding_all_of_them_still_come_firs
             statuses: &statuses,
             limit: 50,
             matching: Default::default(),
+            candidates: CANDIDATES,
         },
     )
     .await

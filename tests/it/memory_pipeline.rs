@@ -217,6 +217,7 @@ async fn the_real_model_merges_paraphrases_keeps_different_values_and_supersedes
                     statuses: &statuses,
                     limit: 5,
                     matching: Default::default(),
+                    candidates: 2_000,
                 },
             )
             .await

@@ -453,6 +453,7 @@ async fn search_terms_of_an_older_version_are_rewritten_and_then_found_by_their_
                     statuses: &statuses,
                     limit: 5,
                     matching: Default::default(),
+                    candidates: 2_000,
                 },
             )
             .await

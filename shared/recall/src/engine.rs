@@ -67,6 +67,7 @@ impl Recaller {
             statuses: &statuses,
             limit: CHANNEL_DEPTH,
             matching: self.config.matching,
+            candidates: self.config.keyword_candidates,
         };
         let use_filter_channel =
             filter_w > 0.0 && (!filters.is_empty() || req.query.trim().is_empty());

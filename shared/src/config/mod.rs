@@ -92,6 +92,8 @@ pub struct RecallConfig {
     pub index_timeout: Duration,
     /// How many recent queries' vectors recall keeps (0: none).
     pub query_cache: usize,
+    /// How many memories the keyword channel scores at most per recall.
+    pub keyword_candidates: usize,
 }
 
 /// The janitor's schedule and the settings of its policy that deployments tune.

@@ -213,6 +213,10 @@ impl Config {
                 self.recall.query_cache.to_string(),
             ),
             (
+                "HINDSIGHT_RECALL_KEYWORD_CANDIDATES",
+                self.recall.keyword_candidates.to_string(),
+            ),
+            (
                 "HINDSIGHT_MCP_ALLOWED_HOSTS",
                 self.mcp_allowed_hosts.join(","),
             ),

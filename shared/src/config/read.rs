@@ -103,6 +103,10 @@ impl Config {
                 max_tokens: parse_with(get("HINDSIGHT_RECALL_MAX_TOKENS"), positive)?,
                 index_timeout: parse_with(get("HINDSIGHT_RECALL_INDEX_TIMEOUT"), duration::parse)?,
                 query_cache: parse_with(get("HINDSIGHT_RECALL_QUERY_CACHE"), whole)?,
+                keyword_candidates: parse_with(
+                    get("HINDSIGHT_RECALL_KEYWORD_CANDIDATES"),
+                    positive,
+                )?,
             },
             mcp_allowed_hosts: get("HINDSIGHT_MCP_ALLOWED_HOSTS")
                 .1

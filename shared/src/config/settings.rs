@@ -272,6 +272,11 @@ pub const SETTINGS: &[Setting] = &[
         "How many recent queries' vectors recall keeps, so that a query asked again is not embedded again (the same vector as before); 0 keeps none.",
     ),
     setting(
+        "HINDSIGHT_RECALL_KEYWORD_CANDIDATES",
+        "500",
+        "How many memories the keyword channel scores at most per recall, those holding the query's rarest terms (every query term first when even the rarest is common). Its time grows with this; memories holding only terms more common than it allows are left to the other channels.",
+    ),
+    setting(
         "HINDSIGHT_MCP_ALLOWED_HOSTS",
         "localhost,127.0.0.1,::1",
         "Host headers the streamable-HTTP MCP endpoint (`/mcp`) accepts (DNS-rebinding protection); add the names clients use, e.g. `gateway` in compose.",

@@ -87,6 +87,27 @@ fn the_query_cache_is_a_whole_number_and_0_turns_it_off() {
 }
 
 #[test]
+fn the_keyword_candidate_budget_is_positive() {
+    let with = |v: &str| {
+        let v = v.to_string();
+        Config::from_lookup(move |k| {
+            (k == "HINDSIGHT_RECALL_KEYWORD_CANDIDATES").then(|| v.clone())
+        })
+    };
+    let defaults = Config::from_lookup(|_| None).expect("defaults are valid");
+    assert_eq!(defaults.recall.keyword_candidates, 500);
+    assert_eq!(with("2000").expect("valid").recall.keyword_candidates, 2000);
+    for bad in ["0", "-1", "many"] {
+        let err = with(bad).map(|_| ()).expect_err(bad);
+        assert!(
+            err.to_string()
+                .contains("HINDSIGHT_RECALL_KEYWORD_CANDIDATES"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn every_setting_is_printed() {
     let config = Config::from_lookup(|_| None).expect("defaults are valid");
     let printed: Vec<_> = config.masked().into_iter().map(|(k, _)| k).collect();
