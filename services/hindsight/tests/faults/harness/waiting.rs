@@ -80,10 +80,14 @@ pub const PATIENCE: Patience = Patience {
 /// Waits (supervising the processes) until every valid turn went through the
 /// filter, every kept turn was extracted, every fact is in a memory, the index
 /// caught up, every invalid turn is in the DLQ and every consumer is settled.
-/// Returns how long that took, or why it gave up: no progress (work left in
-/// the consumers and the index did not shrink) for `patience.stall`, or not
-/// done within `patience.cap`; with the work left every 15 s, to tell a slow
-/// drain from a stuck one.
+/// Returns how long that took, or why it gave up: no progress for
+/// `patience.stall`, or not done within `patience.cap`; with the work left
+/// and the work done every 15 s, to tell a slow drain from a stuck one.
+///
+/// Progress is work left shrinking below its least or work done growing past
+/// its most. Work left alone is not enough: while the filter and extraction
+/// still turn a backlog of turns into facts, it grows faster than a slow
+/// persist shrinks it, though every stage is working.
 pub async fn drained(
     d: &Deployment,
     turns: &Turns,
@@ -92,6 +96,7 @@ pub async fn drained(
 ) -> Result<Duration, String> {
     let started = Instant::now();
     let mut least: Option<u64> = None;
+    let mut most: Option<i64> = None;
     let mut progressed = started;
     let mut trace: Vec<String> = Vec::new();
     let mut traced = started;
@@ -120,12 +125,21 @@ pub async fn drained(
             least = Some(left);
             progressed = Instant::now();
         }
+        let done = work_done(d).await;
+        if let Some(done) = done
+            && most.is_none_or(|m| done > m)
+        {
+            most = Some(done);
+            progressed = Instant::now();
+        }
         if traced.elapsed() >= Duration::from_secs(15) || trace.is_empty() {
             traced = Instant::now();
+            let known = |n: Option<String>| n.unwrap_or_else(|| "?".into());
             trace.push(format!(
-                "{:.0} s: {}",
+                "{:.0} s: {} left, {} done",
                 started.elapsed().as_secs_f64(),
-                left.map_or("?".into(), |l| l.to_string())
+                known(left.map(|l| l.to_string())),
+                known(done.map(|n| n.to_string())),
             ));
         }
         let why = if progressed.elapsed() > patience.stall {
@@ -137,12 +151,27 @@ pub async fn drained(
         };
         if let Some(why) = why {
             return Err(format!(
-                "{why} (work left in the consumers and the index, every 15 s: {})",
+                "{why} (work left in the consumers and the index, and work done, every 15 s: {})",
                 trace.join(", ")
             ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Work the stages have done, a count that only grows while they work:
+/// turns archived, turns extracted, facts placed in a memory, memories
+/// indexed (None while PostgreSQL does not answer).
+async fn work_done(d: &Deployment) -> Option<i64> {
+    sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM turns)
+              + (SELECT count(*) FROM turns WHERE extract_outcome IS NOT NULL)
+              + (SELECT count(*) FROM memory_sources)
+              + (SELECT count(*) FROM memories WHERE index_state <> 'pending')",
+    )
+    .fetch_one(&d.ctx.store.pool)
+    .await
+    .ok()
 }
 
 /// Memories still waiting to be indexed.
