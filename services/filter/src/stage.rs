@@ -302,50 +302,46 @@ fn settle(
 /// What each turn to pass on replies to: the latest kept, unquarantined turn
 /// of its session before it in the stream, from this batch or the archive
 /// (`archived`: per tenant, session and stream sequence, the archive's).
+/// One walk in stream order, holding each session's latest kept turn so far.
 fn contexts(
     plans: &[Plan],
     batch: &[Delivery<Bytes>],
     verdicts: &HashMap<usize, Verdict>,
     mut archived: HashMap<(String, String, i64), (i64, TurnContext)>,
 ) -> HashMap<usize, TurnContext> {
-    let turns: Vec<(usize, &Turn, u64)> = plans
+    let mut turns: Vec<(usize, &Turn, i64)> = plans
         .iter()
         .zip(batch)
         .enumerate()
         .filter_map(|(i, (plan, d))| match plan {
-            Plan::New(t) | Plan::Redelivered(t, _) => Some((i, t, d.stream_seq)),
+            Plan::New(t) | Plan::Redelivered(t, _) => Some((i, t, d.stream_seq as i64)),
             _ => None,
         })
         .collect();
-    let keys: Vec<(String, String, i64)> = turns
-        .iter()
-        .map(|(_, t, seq)| (t.tenant.clone(), t.session_id.clone(), *seq as i64))
-        .collect();
+    turns.sort_by_key(|(_, _, seq)| *seq);
+    // Per (tenant, session): the batch's latest kept, unquarantined turn so far.
+    let mut latest_kept: HashMap<(&str, &str), (i64, usize, &Turn)> = HashMap::new();
     let mut out = HashMap::new();
-    for ((index, turn, seq), key) in turns.iter().zip(keys) {
-        let from_archive = archived.remove(&key);
-        // A turn of this batch counts once its verdict keeps it unquarantined.
-        let from_batch = turns
-            .iter()
-            .filter(|(i, t, s)| {
-                s < seq
-                    && t.tenant == turn.tenant
-                    && t.session_id == turn.session_id
-                    && verdicts
-                        .get(i)
-                        .is_some_and(|v| v.fate == Fate::Keep && !v.quarantine)
-            })
-            .max_by_key(|(_, _, s)| *s)
-            .map(|(i, t, s)| {
-                let content = verdicts.get(i).map_or(t.content.as_str(), |v| &v.content);
-                (*s as i64, TurnContext::new(&t.turn_id, &t.speaker, content))
-            });
+    for (index, turn, seq) in turns {
+        let session = (turn.tenant.as_str(), turn.session_id.as_str());
+        let from_batch = latest_kept.get(&session).map(|(s, i, t)| {
+            let content = verdicts.get(i).map_or(t.content.as_str(), |v| &v.content);
+            (*s, TurnContext::new(&t.turn_id, &t.speaker, content))
+        });
+        let from_archive = archived.remove(&(turn.tenant.clone(), turn.session_id.clone(), seq));
         let latest = match (from_batch, from_archive) {
             (Some(b), Some(a)) => Some(if b.0 >= a.0 { b } else { a }),
             (b, a) => b.or(a),
         };
         if let Some((_, c)) = latest {
-            out.insert(*index, c);
+            out.insert(index, c);
+        }
+        // A turn of this batch counts once its verdict keeps it unquarantined.
+        if verdicts
+            .get(&index)
+            .is_some_and(|v| v.fate == Fate::Keep && !v.quarantine)
+        {
+            latest_kept.insert(session, (seq, index, turn));
         }
     }
     out
