@@ -75,6 +75,8 @@ pub struct Settings {
     pub time_boost: f64,
     pub second_hop: f64,
     pub matching: &'static str,
+    /// How many memories the keyword channel scores at most.
+    pub keyword_candidates: usize,
     pub spread_sources: bool,
 }
 
@@ -95,6 +97,7 @@ impl Settings {
                 Matching::Stems => "stems",
                 Matching::Words => "words",
             },
+            keyword_candidates: recall.keyword_candidates,
             spread_sources,
         }
     }
