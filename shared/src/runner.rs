@@ -6,6 +6,7 @@
 //! exponential delay; an input that still fails on its last allowed delivery,
 //! or that can never succeed, is copied to the DLQ and only then acked. When the
 //! shutdown token fires it stops pulling, finishes the batch it holds, and returns.
+//! Settling one batch overlaps with pulling and handling the next.
 
 use std::{sync::Arc, time::Duration};
 
@@ -61,6 +62,24 @@ pub struct RunnerOptions {
 /// for turns being extracted and count deliveries that never failed; a stage
 /// stuck for longer than this gets its messages redelivered as before.
 pub const IN_PROGRESS_FOR_AT_MOST: u32 = 10;
+
+/// Why waiting for the next batch gave no batch.
+enum NoBatch {
+    /// The pull failed once; waiting again.
+    Interrupted,
+    /// The pull stream ended: pull again.
+    Reconnect,
+    Shutdown,
+}
+
+/// A batch the stage has handled, waiting to be settled.
+struct Handled<O> {
+    inputs: Vec<Pulled>,
+    outcomes: Vec<Outcome<O>>,
+    size: usize,
+    logic: Duration,
+    started: std::time::Instant,
+}
 
 /// One pulled message, with what the runner needs to settle it.
 struct Pulled {
@@ -130,12 +149,21 @@ struct Runner<S: Stage> {
 }
 
 impl<S: Stage> Runner<S> {
+    /// Pulls, handles and settles batches until shutdown. Settling a batch
+    /// (publishing its outputs, acking its inputs) overlaps with pulling and
+    /// handling the next one, so a stage waits on NATS and on its own
+    /// dependencies (Postgres, the embedder) at the same time rather than in
+    /// turn. At most one batch is being settled: outputs are published in the
+    /// order the batches were taken, and a batch's handling starts only after
+    /// the previous batch's handling ended (the filter reads what the batch
+    /// before it archived).
     async fn consume(
         &self,
         consumer: PullConsumer,
         shutdown: CancellationToken,
         ready: CancellationToken,
     ) {
+        let mut handled: Option<Handled<S::Output>> = None;
         'reconnect: while !shutdown.is_cancelled() {
             let mut messages = match consumer
                 .stream()
@@ -156,48 +184,82 @@ impl<S: Stage> Runner<S> {
             };
             ready.cancel();
             loop {
-                let first = tokio::select! {
-                    biased;
-                    _ = shutdown.cancelled() => {
+                let previous = handled.take();
+                let (_, next) = tokio::join!(
+                    async {
+                        if let Some(previous) = previous {
+                            self.settle(previous).await;
+                        }
+                    },
+                    async {
+                        match self.next_batch(&mut messages, &shutdown).await {
+                            Ok(batch) => Ok(self.process(batch).await),
+                            Err(none) => Err(none),
+                        }
+                    },
+                );
+                match next {
+                    Ok(batch) => handled = batch,
+                    Err(NoBatch::Interrupted) => {}
+                    Err(NoBatch::Shutdown) => {
                         release_prefetched(&mut messages).await;
                         break 'reconnect;
                     }
-                    next = messages.next() => next,
-                };
-                let mut batch = match first {
-                    Some(Ok(msg)) => vec![msg],
-                    Some(Err(e)) => {
-                        tracing::warn!(stage = S::NAME, error = %e, "pull interrupted");
-                        continue;
-                    }
-                    None => continue 'reconnect,
-                };
-                let deadline = Instant::now() + self.options.linger;
-                while batch.len() < self.options.batch_size {
-                    let next = if self.options.linger.is_zero() {
-                        messages.next().now_or_never().flatten()
-                    } else {
-                        tokio::time::timeout_at(deadline, messages.next())
-                            .await
-                            .ok()
-                            .flatten()
-                    };
-                    match next {
-                        Some(Ok(msg)) => batch.push(msg),
-                        Some(Err(e)) => {
-                            tracing::warn!(stage = S::NAME, error = %e, "pull interrupted");
-                            break;
-                        }
-                        None => break,
-                    }
+                    Err(NoBatch::Reconnect) => continue 'reconnect,
                 }
-                // Not raced against shutdown: a batch once taken is finished.
-                self.process(batch).await;
             }
+        }
+        // Not raced against shutdown: a batch once taken is finished.
+        if let Some(last) = handled {
+            self.settle(last).await;
         }
     }
 
-    async fn process(&self, batch: Vec<jetstream::Message>) {
+    /// Waits for the next batch: its first message, then more until the batch
+    /// is full or the linger ends.
+    async fn next_batch(
+        &self,
+        messages: &mut async_nats::jetstream::consumer::pull::Stream,
+        shutdown: &CancellationToken,
+    ) -> Result<Vec<jetstream::Message>, NoBatch> {
+        let first = tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => return Err(NoBatch::Shutdown),
+            next = messages.next() => next,
+        };
+        let mut batch = match first {
+            Some(Ok(msg)) => vec![msg],
+            Some(Err(e)) => {
+                tracing::warn!(stage = S::NAME, error = %e, "pull interrupted");
+                return Err(NoBatch::Interrupted);
+            }
+            None => return Err(NoBatch::Reconnect),
+        };
+        let deadline = Instant::now() + self.options.linger;
+        while batch.len() < self.options.batch_size {
+            let next = if self.options.linger.is_zero() {
+                messages.next().now_or_never().flatten()
+            } else {
+                tokio::time::timeout_at(deadline, messages.next())
+                    .await
+                    .ok()
+                    .flatten()
+            };
+            match next {
+                Some(Ok(msg)) => batch.push(msg),
+                Some(Err(e)) => {
+                    tracing::warn!(stage = S::NAME, error = %e, "pull interrupted");
+                    break;
+                }
+                None => break,
+            }
+        }
+        Ok(batch)
+    }
+
+    /// Decodes a batch and has the stage handle it; what is left to do is
+    /// settling it. `None` when nothing in it reached the stage.
+    async fn process(&self, batch: Vec<jetstream::Message>) -> Option<Handled<S::Output>> {
         let started = std::time::Instant::now();
         let size = batch.len();
         let mut inputs = Vec::with_capacity(size);
@@ -262,20 +324,32 @@ impl<S: Stage> Runner<S> {
                 }
             }
         }
-        let mut logic = std::time::Duration::ZERO;
-        if !deliveries.is_empty() {
+        let handled = if deliveries.is_empty() {
+            None
+        } else {
             let logic_started = std::time::Instant::now();
             let outcomes = self.handle_in_progress(deliveries, &inputs).await;
-            logic = logic_started.elapsed();
-            self.settle(inputs, outcomes).await;
+            Some((outcomes, logic_started.elapsed()))
+        };
+        match handled {
+            Some((outcomes, logic)) => Some(Handled {
+                inputs,
+                outcomes,
+                size,
+                logic,
+                started,
+            }),
+            None => {
+                events::BatchHandled {
+                    stage: S::NAME,
+                    size,
+                    logic: Duration::ZERO,
+                    elapsed: started.elapsed(),
+                }
+                .emit();
+                None
+            }
         }
-        events::BatchHandled {
-            stage: S::NAME,
-            size,
-            logic,
-            elapsed: started.elapsed(),
-        }
-        .emit();
     }
 
     /// [`Self::handle`], telling JetStream every third of the ack wait that
@@ -334,7 +408,15 @@ impl<S: Stage> Runner<S> {
         }
     }
 
-    async fn settle(&self, inputs: Vec<Pulled>, outcomes: Vec<Outcome<S::Output>>) {
+    /// Publishes a handled batch's outputs and settles each input.
+    async fn settle(&self, handled: Handled<S::Output>) {
+        let Handled {
+            inputs,
+            outcomes,
+            size,
+            logic,
+            started,
+        } = handled;
         // Publish every output of the batch at once, then wait for all acks.
         let mut pending = Vec::new();
         let mut owners = Vec::new();
@@ -382,6 +464,13 @@ impl<S: Stage> Runner<S> {
                 (Outcome::Reject(reason), _) => self.dead_letter(input, &reason).await,
             }
         }
+        events::BatchHandled {
+            stage: S::NAME,
+            size,
+            logic,
+            elapsed: started.elapsed(),
+        }
+        .emit();
     }
 
     async fn publish_output(&self, output: &S::Output) -> Result<(), String> {

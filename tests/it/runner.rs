@@ -1,6 +1,7 @@
 //! The generic runner with stand-in stages: retries with backoff, the DLQ after
-//! `max_deliver`, panics contained, and a dead letter replayed once its cause
-//! is fixed.
+//! `max_deliver`, panics contained, a dead letter replayed once its cause
+//! is fixed, and batches handled one at a time with their outputs in order
+//! while settling overlaps the next batch.
 
 use std::{
     sync::{
@@ -39,6 +40,9 @@ struct Flaky {
     handled: Arc<AtomicUsize>,
     pause: Duration,
     seen: Arc<Mutex<Vec<(String, u64)>>>,
+    /// Calls of `handle` running now, and the most ever at once.
+    running: Arc<AtomicUsize>,
+    most_running: Arc<AtomicUsize>,
 }
 
 #[async_trait]
@@ -57,7 +61,10 @@ impl Stage for Flaky {
         if let Ok(mut seen) = self.seen.lock() {
             seen.extend(batch.iter().map(|d| (d.input.clone(), d.delivered)));
         }
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_running.fetch_max(now, Ordering::SeqCst);
         tokio::time::sleep(self.pause).await;
+        self.running.fetch_sub(1, Ordering::SeqCst);
         if batch.iter().any(|d| d.input == "boom") {
             panic!("boom");
         }
@@ -89,6 +96,8 @@ fn flaky(broken: bool) -> (Flaky, Arc<AtomicBool>, Arc<AtomicUsize>) {
             handled: h.clone(),
             pause: Duration::ZERO,
             seen: Arc::default(),
+            running: Arc::default(),
+            most_running: Arc::default(),
         },
         b,
         h,
@@ -231,6 +240,47 @@ async fn a_batch_handled_for_longer_than_the_ack_wait_is_not_redelivered() {
         "in-progress acks keep JetStream from redelivering"
     );
     assert!(deployment.dead_letters().await.is_empty());
+    running.stop().await;
+    deployment.remove().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_are_handled_one_at_a_time_and_their_outputs_keep_the_input_order() {
+    let deployment = Deployment::new("test", |c| {
+        c.batch_size = 8;
+        c.linger = Duration::from_millis(2);
+    })
+    .await;
+    let (mut stage, _, handled) = flaky(false);
+    stage.pause = Duration::from_millis(3);
+    let most_running = stage.most_running.clone();
+    let running = deployment.start(stage).await;
+    let ids: Vec<String> = (0..200).map(|i| format!("m{i:03}")).collect();
+    for id in &ids {
+        deployment.publish_raw("acme", id.as_bytes().to_vec()).await;
+    }
+    eventually(
+        "every message is settled",
+        Duration::from_secs(30),
+        || async { deployment.backlog("TURNS", "filter").await == 0 },
+    )
+    .await;
+    assert_eq!(handled.load(Ordering::SeqCst), ids.len());
+    assert_eq!(
+        most_running.load(Ordering::SeqCst),
+        1,
+        "a batch is handled only after the one before it"
+    );
+    let published: Vec<String> = deployment
+        .read_stream("KEPT")
+        .await
+        .iter()
+        .map(|m| {
+            let echo: serde_json::Value = serde_json::from_slice(&m.payload).expect("json");
+            echo["id"].as_str().unwrap_or_default().to_string()
+        })
+        .collect();
+    assert_eq!(published, ids, "outputs are published in the order taken");
     running.stop().await;
     deployment.remove().await;
 }

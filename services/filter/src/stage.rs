@@ -14,7 +14,7 @@ use hindsight_store::{
     turns::{ArchivedFate, TurnKey, TurnRow},
 };
 
-use hindsight_screen::{Fate, Verdict, screen};
+use hindsight_screen::{Examined, Fate, Verdict, screen};
 
 /// The filter stage over its archive.
 pub struct FilterStage {
@@ -158,7 +158,8 @@ impl Stage for FilterStage {
         // The previous turn of each speaker, and the latest kept turn of each
         // session before each turn, for every valid turn of the batch (a few
         // more than the new ones need): all four reads at once, one round
-        // trip's wait rather than four, which bound the stage's throughput.
+        // trip's wait rather than four, in a task of their own, while this
+        // one examines the turns (the screen's work, which needs none of them).
         let speakers: HashSet<(String, String, String)> = parsed
             .iter()
             .filter_map(|p| p.as_ref().ok())
@@ -172,14 +173,27 @@ impl Stage for FilterStage {
                 Some((t.tenant.clone(), t.session_id.clone(), d.stream_seq as i64))
             })
             .collect();
-        let (erasing, archived, mut previous, kept_before) = match tokio::try_join!(
-            self.store.refuse_erased(&received),
-            self.store.archived_fates(&keys),
-            self.store.previous_by_speaker(&speakers),
-            self.store.previous_kept(&sessions),
-        ) {
-            Ok(reads) => reads,
-            Err(e) => return retry_all(batch.len(), &e.to_string()),
+        let store = self.store.clone();
+        let reads = tokio::spawn(async move {
+            tokio::try_join!(
+                store.refuse_erased(&received),
+                store.archived_fates(&keys),
+                store.previous_by_speaker(&speakers),
+                store.previous_kept(&sessions),
+            )
+        });
+        let mut examined: Vec<Option<Examined>> = parsed
+            .iter()
+            .map(|p| {
+                p.as_ref()
+                    .ok()
+                    .map(|t| hindsight_screen::examine(t, self.screen))
+            })
+            .collect();
+        let (erasing, archived, mut previous, kept_before) = match reads.await {
+            Ok(Ok(reads)) => reads,
+            Ok(Err(e)) => return retry_all(batch.len(), &e.to_string()),
+            Err(e) => return retry_all(batch.len(), &format!("reading the archive: {e}")),
         };
 
         let mut seen: HashSet<TurnKey> = HashSet::new();
@@ -223,11 +237,10 @@ impl Stage for FilterStage {
                 turn.session_id.clone(),
                 turn.speaker.clone(),
             );
-            let verdict = hindsight_screen::judge(
-                turn,
-                previous.get(&speaker_key).map(String::as_str),
-                self.screen,
-            );
+            let Some(examined) = examined[index].take() else {
+                continue;
+            };
+            let verdict = examined.verdict(previous.get(&speaker_key).map(String::as_str));
             if let Plan::New(_) = plan {
                 rows.push(row(turn, &verdict, delivery.stream_seq));
                 previous.insert(speaker_key, verdict.content.clone());

@@ -97,6 +97,24 @@ pub fn assess_encoded(
 /// previous turn in the same session, if any; a screen score of the
 /// settings' threshold or more quarantines.
 pub fn judge(turn: &Turn, previous: Option<&str>, screen: screen::Settings) -> Verdict {
+    examine(turn, screen).verdict(previous)
+}
+
+/// What [`judge`] finds in a turn on its own: all of its work but the repeat
+/// check, which needs the speaker's previous turn ([`Examined::verdict`]).
+/// The filter examines a batch while the archive looks up the previous turns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Examined {
+    /// The content with every secret redacted.
+    content: String,
+    quarantine: bool,
+    flags: Vec<String>,
+    /// Why the turn is noise, if it is.
+    noise: Option<String>,
+}
+
+/// [`judge`]'s work on the turn alone: redaction, the poisoning screen, noise.
+pub fn examine(turn: &Turn, screen: screen::Settings) -> Examined {
     let redaction = secrets::redact(&turn.content);
     let mut flags: Vec<String> = redaction
         .kinds
@@ -117,19 +135,31 @@ pub fn judge(turn: &Turn, previous: Option<&str>, screen: screen::Settings) -> V
             }
         }
     }
-
-    let fate = if let Some(reason) = chitchat::noise(&turn.content) {
-        Fate::Drop(reason)
-    } else if previous.is_some_and(|p| p.trim() == redaction.text.trim()) {
-        Fate::Drop("repeat: same as this speaker's previous turn in the session".into())
-    } else {
-        Fate::Keep
-    };
-    Verdict {
-        fate,
+    Examined {
+        noise: chitchat::noise(&turn.content),
         content: redaction.text,
         quarantine,
         flags,
+    }
+}
+
+impl Examined {
+    /// The verdict, given the (redacted) content of the same speaker's
+    /// previous turn in the session: an exact repeat of it is dropped.
+    pub fn verdict(self, previous: Option<&str>) -> Verdict {
+        let fate = if let Some(reason) = self.noise {
+            Fate::Drop(reason)
+        } else if previous.is_some_and(|p| p.trim() == self.content.trim()) {
+            Fate::Drop("repeat: same as this speaker's previous turn in the session".into())
+        } else {
+            Fate::Keep
+        };
+        Verdict {
+            fate,
+            content: self.content,
+            quarantine: self.quarantine,
+            flags: self.flags,
+        }
     }
 }
 
