@@ -192,6 +192,38 @@ async fn the_real_model_merges_paraphrases_keeps_different_values_and_supersedes
     assert_eq!(r1.2, "superseded", "red is superseded");
     assert_eq!(r1.3, Some(r2.0), "by blue");
     assert_eq!(r2.2, "active");
+    // The audit log, in the order persist decided, each entry naming its user.
+    let log = |id: Uuid| {
+        let pool = d.ctx.store.pool.clone();
+        async move {
+            sqlx::query_as::<_, (String, String, Option<String>)>(
+                "SELECT event, actor, user_id FROM memory_events WHERE memory_id = $1 ORDER BY id",
+            )
+            .bind(id)
+            .fetch_all(&pool)
+            .await
+            .expect("events")
+        }
+    };
+    let li = Some("li".to_string());
+    assert_eq!(
+        log(b1.0).await,
+        [
+            ("create".into(), "persist".into(), li.clone()),
+            ("merge".into(), "persist".into(), li.clone())
+        ]
+    );
+    assert_eq!(
+        log(r1.0).await,
+        [
+            ("create".into(), "persist".into(), li.clone()),
+            ("supersede".into(), "persist".into(), li.clone())
+        ]
+    );
+    assert_eq!(
+        log(r2.0).await,
+        [("create".into(), "persist".into(), li.clone())]
+    );
     let (z1, z2) = (memory_of("z1").await, memory_of("z2").await);
     assert_eq!(z1.0, z2.0, "the Chinese paraphrases merge");
     let z_terms: Vec<String> = sqlx::query_scalar("SELECT terms FROM memories WHERE id = $1")

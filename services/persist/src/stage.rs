@@ -16,6 +16,7 @@ use hindsight_shared::events;
 use hindsight_store::{
     Store, StoreError,
     memories::{self, Candidate, NewMemory},
+    provenance::Provenance,
     turns,
 };
 use hindsight_text::{script, statement};
@@ -227,6 +228,8 @@ impl PersistStage {
         }
 
         let mut touched = Vec::new();
+        // Sources and audit entries, written once the group's memories are.
+        let mut provenance = Provenance::new(tenant, user_id, "persist");
         // Memories this group created or merged into, with their terms, for
         // the facts the model does not read (kept only if there are any).
         let any_unread = own.iter().any(Option::is_some);
@@ -266,9 +269,8 @@ impl PersistStage {
                 Decision::Create => {
                     let memory = new_memory(e, new_id);
                     memories::insert(&mut tx, &memory).await?;
-                    memories::add_source(&mut tx, new_id, tenant, &f.fact_id, &f.turn_id).await?;
-                    memories::add_event(&mut tx, new_id, tenant, "create", "persist", detail)
-                        .await?;
+                    provenance.source(new_id, &f.fact_id, &f.turn_id);
+                    provenance.event(new_id, "create", detail);
                     if f.quarantine {
                         turns::quarantine_later(&mut tx, tenant, &f.turn_id, &f.flags).await?;
                     }
@@ -321,16 +323,12 @@ impl PersistStage {
                         f.inferred,
                     )
                     .await?;
-                    memories::add_source(&mut tx, into, tenant, &f.fact_id, &f.turn_id).await?;
-                    memories::add_event(
-                        &mut tx,
+                    provenance.source(into, &f.fact_id, &f.turn_id);
+                    provenance.event(
                         into,
-                        tenant,
                         "merge",
-                        "persist",
                         json!({"fact_id": f.fact_id, "turn_id": f.turn_id, "similarity": similarity, "fact_content": f.content}),
-                    )
-                    .await?;
+                    );
                     remember(&mut made, into, &content);
                     if let Some(c) = candidates.iter_mut().find(|c| c.id == into) {
                         c.content = content;
@@ -354,25 +352,17 @@ impl PersistStage {
                     let memory = new_memory(e, new_id);
                     memories::insert(&mut tx, &memory).await?;
                     memories::supersede(&mut tx, old, new_id).await?;
-                    memories::add_source(&mut tx, new_id, tenant, &f.fact_id, &f.turn_id).await?;
-                    memories::add_event(
-                        &mut tx,
+                    provenance.source(new_id, &f.fact_id, &f.turn_id);
+                    provenance.event(
                         new_id,
-                        tenant,
                         "create",
-                        "persist",
                         json!({"fact_id": f.fact_id, "turn_id": f.turn_id, "supersedes": old}),
-                    )
-                    .await?;
-                    memories::add_event(
-                        &mut tx,
+                    );
+                    provenance.event(
                         old,
-                        tenant,
                         "supersede",
-                        "persist",
                         json!({"superseded_by": new_id, "similarity": similarity}),
-                    )
-                    .await?;
+                    );
                     candidates.retain(|c| c.id != old);
                     candidates.push(candidate(&memory));
                     remember(&mut made, new_id, &memory.content);
@@ -385,6 +375,7 @@ impl PersistStage {
                 }
             }
         }
+        provenance.write(&mut tx).await?;
         tx.commit().await?;
         touched.sort();
         touched.dedup();

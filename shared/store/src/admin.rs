@@ -151,7 +151,7 @@ impl Store {
                         "confidence": patch.confidence, "fact_type": patch.fact_type, "status": patch.status,
                         "pinned": patch.pinned},
         });
-        super::memories::add_event(&mut tx, id, tenant, event, actor, detail).await?;
+        super::provenance::add_event(&mut tx, id, tenant, event, actor, detail).await?;
         tx.commit().await?;
         self.memory(tenant, id).await
     }
@@ -195,7 +195,7 @@ impl Store {
         let detail =
             json!({"before": {"importance": importance, "status": status}, "decay_factor": factor});
         let event = if archive { "archive" } else { "decay" };
-        super::memories::add_event(&mut tx, id, tenant, event, actor, detail).await?;
+        super::provenance::add_event(&mut tx, id, tenant, event, actor, detail).await?;
         tx.commit().await?;
         self.memory(tenant, id).await
     }
@@ -228,7 +228,7 @@ impl Store {
         .bind(id)
         .execute(&mut *tx)
         .await?;
-        super::memories::add_event(
+        super::provenance::add_event(
             &mut tx,
             id,
             tenant,

@@ -8,6 +8,7 @@ pub mod maintenance;
 pub mod memories;
 pub mod observe;
 pub mod planner;
+pub mod provenance;
 pub mod row;
 pub mod tenants;
 pub mod turns;

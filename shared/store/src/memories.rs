@@ -1,9 +1,8 @@
-//! The `memories` table with its provenance (`memory_sources`) and audit log
-//! (`memory_events`). Writes that must be atomic take a transaction from the
-//! caller.
+//! The `memories` table (its provenance and audit log are
+//! [`crate::provenance`]'s). Writes that must be atomic take a transaction
+//! from the caller.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
@@ -350,45 +349,6 @@ pub async fn supersede(tx: &mut Tx<'_>, old: Uuid, by: Uuid) -> Result<(), Store
     .bind(by)
     .execute(&mut **tx)
     .await?;
-    Ok(())
-}
-
-pub async fn add_source(
-    tx: &mut Tx<'_>,
-    memory_id: Uuid,
-    tenant: &str,
-    fact_id: &str,
-    turn_id: &str,
-) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO memory_sources (memory_id, fact_id, tenant, turn_id) VALUES ($1, $2, $3, $4)
-         ON CONFLICT DO NOTHING",
-    )
-    .bind(memory_id)
-    .bind(fact_id)
-    .bind(tenant)
-    .bind(turn_id)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
-pub async fn add_event(
-    tx: &mut Tx<'_>,
-    memory_id: Uuid,
-    tenant: &str,
-    event: &str,
-    actor: &str,
-    detail: Value,
-) -> Result<(), StoreError> {
-    sqlx::query("INSERT INTO memory_events (memory_id, tenant, event, actor, detail) VALUES ($1, $2, $3, $4, $5)")
-        .bind(memory_id)
-        .bind(tenant)
-        .bind(event)
-        .bind(actor)
-        .bind(detail)
-        .execute(&mut **tx)
-        .await?;
     Ok(())
 }
 
