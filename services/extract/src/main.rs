@@ -3,7 +3,11 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    hindsight_shared::service::main("extract", async |ctx| Ok(hindsight_extract::tasks(ctx)?)).await
+fn main() -> anyhow::Result<()> {
+    // First: it may execute the process again with the model threads' setting.
+    hindsight_embedder::threads::share_cores();
+    tokio::runtime::Runtime::new()?
+        .block_on(hindsight_shared::service::main("extract", async |ctx| {
+            Ok(hindsight_extract::tasks(ctx)?)
+        }))
 }

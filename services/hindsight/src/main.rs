@@ -87,9 +87,20 @@ enum Command {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+fn main() -> std::process::ExitCode {
+    // First: it may execute the process again with the model threads' setting.
+    hindsight_embedder::threads::share_cores();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(Cli::parse()))
+}
+
+async fn run(cli: Cli) -> std::process::ExitCode {
     let result = match cli.command {
         Command::Up => cmd::up::up().await,
         Command::Run { stage } => cmd::up::run(stage).await,

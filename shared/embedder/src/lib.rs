@@ -13,6 +13,7 @@ pub mod e5;
 pub mod local;
 pub mod recent;
 pub mod remote;
+pub mod threads;
 
 use std::{path::Path, sync::Arc};
 
