@@ -5,6 +5,7 @@
 
 mod dedupe_languages;
 mod edge_index_repair;
+mod embed_stage;
 mod embedder_reference;
 mod envelope_roundtrip;
 mod erase;

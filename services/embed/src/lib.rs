@@ -1,7 +1,8 @@
 //! The embed stage: facts in, embedded facts out. The stage takes up to
-//! `HINDSIGHT_EMBED_WINDOW` (64) facts at once, waiting at most
+//! `HINDSIGHT_EMBED_WINDOW` (256) facts at once, waiting at most
 //! `HINDSIGHT_EMBED_LINGER` (20 ms) so a lone fact is not held back, sorts them
-//! by length and embeds them `HINDSIGHT_EMBED_BATCH` (16) at a time; each
+//! by length and embeds them `HINDSIGHT_EMBED_BATCH` (16) at a time,
+//! `HINDSIGHT_EMBED_PARALLEL` micro-batches at once (one per core); each
 //! message is acked only after its embedded fact was published. Each fact's
 //! vector is also the poisoning screen's second opinion ([`screen`]).
 
@@ -10,6 +11,7 @@ pub mod screen;
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
+use futures::StreamExt as _;
 use hindsight_core::{Delivery, Outcome, Stage, Topic, embedding::EmbeddedFact, fact::Fact};
 use hindsight_embedder::{EmbedError, Embedder};
 use hindsight_shared::{
@@ -48,6 +50,8 @@ pub struct EmbedStage {
     embedder: Arc<dyn Embedder>,
     batch: usize,
     window: usize,
+    /// Micro-batches embedded at once.
+    parallel: usize,
     linger: Duration,
     /// The screen's threshold, when nearness to known attacks counts.
     screen: Option<f64>,
@@ -66,6 +70,7 @@ impl EmbedStage {
             embedder,
             batch: config.embed.batch,
             window: config.embed.window.max(config.embed.batch),
+            parallel: config.embed.parallel.max(1),
             linger: config.embed.linger,
             cache_dir: config.embed.cache_dir.clone(),
             screen: config.screen_nearness.then_some(config.screen_threshold),
@@ -97,15 +102,24 @@ impl Stage for EmbedStage {
         order.sort_by_key(|&i| batch[i].input.content.len());
         let mut outcomes: Vec<Option<Outcome<EmbeddedFact>>> =
             (0..batch.len()).map(|_| None).collect();
+        // Several micro-batches at once, each on a core of its own: the
+        // local model runs a call on one thread (see
+        // `hindsight_embedder::threads`), which loses nothing when another
+        // process takes the other core for a while, where one call spread
+        // over every core waits for the slowest at each operation.
+        // (The calls are made in a loop, not by a closure: a closure over
+        // `batch` trips the compiler's lifetime inference in this trait.)
+        let mut calls = Vec::new();
         for chunk in order.chunks(self.batch) {
             let texts: Vec<String> = chunk
                 .iter()
                 .map(|&i| batch[i].input.content.clone())
                 .collect();
-            for (&i, outcome) in chunk
-                .iter()
-                .zip(self.embed_chunk(&texts, batch, chunk).await)
-            {
+            calls.push(async move { (chunk, self.embed_chunk(&texts, batch, chunk).await) });
+        }
+        let mut embedded = futures::stream::iter(calls).buffer_unordered(self.parallel);
+        while let Some((chunk, results)) = embedded.next().await {
+            for (&i, outcome) in chunk.iter().zip(results) {
                 outcomes[i] = Some(outcome);
             }
         }

@@ -17,6 +17,8 @@ pub struct EmbedConfig {
     pub dimension: usize,
     pub batch: usize,
     pub window: usize,
+    /// Micro-batches the embed stage embeds at once.
+    pub parallel: usize,
     pub linger: Duration,
     /// Where vectors that can be made again are kept between starts (the
     /// screen's examples, per model and corpus).

@@ -106,6 +106,14 @@ pub(super) fn positive<T: std::str::FromStr + PartialOrd + Default>(v: &str) -> 
     }
 }
 
+/// A positive number, or `cores`: the cores this process may run on.
+pub(super) fn cores(v: &str) -> Result<usize, String> {
+    if v == "cores" {
+        return Ok(std::thread::available_parallelism().map_or(1, usize::from));
+    }
+    positive(v).map_err(|e| format!("{e}, or `cores`"))
+}
+
 /// A duration of at least one second (JetStream and pollers work in seconds).
 pub(super) fn at_least_a_second(v: &str) -> Result<Duration, String> {
     duration::parse(v).and_then(|d| {

@@ -97,6 +97,7 @@ impl Config {
             ),
             ("HINDSIGHT_EMBED_BATCH", self.embed.batch.to_string()),
             ("HINDSIGHT_EMBED_WINDOW", self.embed.window.to_string()),
+            ("HINDSIGHT_EMBED_PARALLEL", self.embed.parallel.to_string()),
             (
                 "HINDSIGHT_EMBED_LINGER",
                 format!("{}ms", self.embed.linger.as_millis()),

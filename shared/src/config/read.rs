@@ -61,6 +61,7 @@ impl Config {
                 dimension: parse_with(get("HINDSIGHT_EMBED_DIMENSION"), positive)?,
                 batch: parse_with(get("HINDSIGHT_EMBED_BATCH"), positive)?,
                 window: parse_with(get("HINDSIGHT_EMBED_WINDOW"), positive)?,
+                parallel: parse_with(get("HINDSIGHT_EMBED_PARALLEL"), cores)?,
                 linger: parse_with(get("HINDSIGHT_EMBED_LINGER"), duration::parse)?,
                 cache_dir: PathBuf::from(get("HINDSIGHT_EMBED_CACHE_DIR").1),
             },

@@ -152,8 +152,13 @@ pub const SETTINGS: &[Setting] = &[
     ),
     setting(
         "HINDSIGHT_EMBED_WINDOW",
-        "64",
+        "256",
         "Facts the embed stage takes at once and sorts by length before embedding them `HINDSIGHT_EMBED_BATCH` at a time, so texts of similar length share a micro-batch (less padding).",
+    ),
+    setting(
+        "HINDSIGHT_EMBED_PARALLEL",
+        "cores",
+        "Micro-batches the embed stage embeds at once (`cores`: one per core the process may use). The local model runs each on one thread (`CANDLE_NUM_THREADS`, see below the table).",
     ),
     setting(
         "HINDSIGHT_EMBED_LINGER",

@@ -108,6 +108,26 @@ fn the_keyword_candidate_budget_is_positive() {
 }
 
 #[test]
+fn the_embed_stage_makes_one_call_per_core_unless_told() {
+    let with = |v: &str| {
+        let v = v.to_string();
+        Config::from_lookup(move |k| (k == "HINDSIGHT_EMBED_PARALLEL").then(|| v.clone()))
+    };
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let defaults = Config::from_lookup(|_| None).expect("defaults are valid");
+    assert_eq!(defaults.embed.parallel, cores);
+    assert_eq!(with("3").expect("valid").embed.parallel, 3);
+    for bad in ["0", "-1", "all"] {
+        let err = with(bad).map(|_| ()).expect_err(bad);
+        assert!(
+            err.to_string().contains("HINDSIGHT_EMBED_PARALLEL"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("`cores`"), "{err}");
+    }
+}
+
+#[test]
 fn every_setting_is_printed() {
     let config = Config::from_lookup(|_| None).expect("defaults are valid");
     let printed: Vec<_> = config.masked().into_iter().map(|(k, _)| k).collect();

@@ -4,6 +4,7 @@
 //! ([`support::sandboxed`]), so it can run next to a live deployment without
 //! touching it.
 
+mod bare;
 mod janitor;
 mod memories;
 mod pipeline;
@@ -37,6 +38,21 @@ pub enum Command {
         /// Embed stage replicas (each with its own model) sharing the stage's consumer.
         #[arg(long, default_value_t = 1)]
         embed_replicas: usize,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The bare embedder on a file of texts (one per line): texts per second
+    /// at batch 16, one call at a time, in the file's order and in windows
+    /// sorted by length. `bench ingest` runs it on its facts, with the local
+    /// model's calls spread over every core (CANDLE_NUM_THREADS).
+    Embedder {
+        /// The texts, one per line.
+        #[arg(long)]
+        texts: std::path::PathBuf,
+        /// Texts per window sorted by length.
+        #[arg(long, default_value_t = 256)]
+        window: usize,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -165,6 +181,23 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    if let Command::Embedder {
+        texts,
+        window,
+        json,
+    } = &command
+    {
+        let r = bare::measure(texts, *window).await?;
+        if *json {
+            println!("{}", serde_json::to_string(&r)?);
+        } else {
+            println!(
+                "embedder: {} texts ({}; {} threads a call): {:.1} texts/s at batch 16, {:.1} texts/s sorted by length in windows of {}",
+                r.texts, r.embedder, r.threads, r.texts_per_s, r.windowed_texts_per_s, r.window
+            );
+        }
+        return Ok(());
+    }
     if let Command::Ingest {
         turns,
         data,
@@ -177,7 +210,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string(&report)?);
         } else {
             println!(
-                "ingest: {} turns → {} facts → {} memories in {:.1} s: {:.1} turns/s, {:.1} facts/s; publish→searchable p50 {:.0} ms, p99 {:.0} ms; bare embedder ({}) {:.1} texts/s at batch 16 (ratio {:.2}), {:.1} texts/s sorted by length in windows (ratio {:.2})",
+                "ingest: {} turns → {} facts → {} memories in {:.1} s: {:.1} turns/s, {:.1} facts/s; publish→searchable p50 {:.0} ms, p99 {:.0} ms; bare embedder ({}, {} threads a call) {:.1} texts/s at batch 16 (ratio {:.2}), {:.1} texts/s sorted by length in windows (ratio {:.2})",
                 report.turns,
                 report.facts,
                 report.memories,
@@ -187,6 +220,7 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
                 report.latency_p50_ms,
                 report.latency_p99_ms,
                 report.embedder,
+                report.embedder_threads,
                 report.embedder_texts_per_s,
                 report.pipeline_to_embedder_ratio,
                 report.embedder_windowed_texts_per_s,
@@ -196,7 +230,10 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         return Ok(());
     }
     let (report, json) = match command {
-        Command::Ingest { .. } | Command::Recall { .. } | Command::Janitor { .. } => {
+        Command::Ingest { .. }
+        | Command::Embedder { .. }
+        | Command::Recall { .. }
+        | Command::Janitor { .. } => {
             return Ok(());
         }
         Command::Filter { turns, json } => (pipeline::bench(StageName::Filter, turns).await?, json),

@@ -28,6 +28,8 @@ pub(super) struct IngestReport {
     pub(super) latency_p50_ms: f64,
     pub(super) latency_p99_ms: f64,
     pub(super) embedder: String,
+    /// Threads one call of the bare embedder ran on (candle's default: one per core).
+    pub(super) embedder_threads: String,
     pub(super) embedder_texts_per_s: f64,
     /// facts/s through every stage ÷ texts/s of the bare embedder at batch 16 on the same texts.
     pub(super) pipeline_to_embedder_ratio: f64,
@@ -257,29 +259,16 @@ async fn measure_ingest(
     .fetch_one(&ctx.store.pool)
     .await?;
 
-    // The bare embedder on the same texts, at batch 16, with nothing else running.
+    // The bare embedder on the same texts, at batch 16, with nothing else
+    // running, in a process of its own (see `bare`).
     let texts: Vec<String> = sqlx::query_scalar(
         "SELECT f->>'content' FROM turns, jsonb_array_elements(facts) AS f WHERE facts IS NOT NULL",
     )
     .fetch_all(&ctx.store.pool)
     .await?;
-    let embedder = hindsight_embed::embedder(&ctx.config.embed)?;
-    let bare_started = Instant::now();
-    for chunk in texts.chunks(16) {
-        embedder.embed(chunk).await?;
-    }
-    let embedder_texts_per_s = texts.len() as f64 / bare_started.elapsed().as_secs_f64();
-    let window = ctx.config.embed.window.max(16);
-    let windowed_started = Instant::now();
-    for window in texts.chunks(window) {
-        let mut sorted = window.to_vec();
-        sorted.sort_by_key(String::len);
-        for chunk in sorted.chunks(16) {
-            embedder.embed(chunk).await?;
-        }
-    }
-    let embedder_windowed_texts_per_s =
-        texts.len() as f64 / windowed_started.elapsed().as_secs_f64();
+    let bare = super::bare::in_own_process(&texts, ctx.config.embed.window).await?;
+    let (embedder_texts_per_s, embedder_windowed_texts_per_s) =
+        (bare.texts_per_s, bare.windowed_texts_per_s);
     let facts_per_s = facts as f64 / seconds;
     Ok(IngestReport {
         turns,
@@ -290,7 +279,8 @@ async fn measure_ingest(
         facts_per_s,
         latency_p50_ms: percentile(&latencies, 0.5),
         latency_p99_ms: percentile(&latencies, 0.99),
-        embedder: embedder.model().name.clone(),
+        embedder: bare.embedder,
+        embedder_threads: bare.threads,
         embedder_texts_per_s,
         pipeline_to_embedder_ratio: facts_per_s / embedder_texts_per_s,
         embedder_windowed_texts_per_s,
