@@ -90,26 +90,36 @@ fn delivery(i: usize, content: &str) -> Delivery<hindsight_core::fact::Fact> {
     }
 }
 
-#[tokio::test]
-async fn micro_batches_run_side_by_side_and_each_fact_gets_its_own_vector() {
+/// The stage over `embedder`, `batch` facts a call and `parallel` calls at once.
+fn stage(embedder: Arc<Slow>, batch: usize, parallel: usize) -> EmbedStage {
     let config = Config::from_lookup(|k| match k {
-        "HINDSIGHT_EMBED_BATCH" => Some("4".into()),
-        "HINDSIGHT_EMBED_PARALLEL" => Some("3".into()),
+        "HINDSIGHT_EMBED_BATCH" => Some(batch.to_string()),
+        "HINDSIGHT_EMBED_PARALLEL" => Some(parallel.to_string()),
         "HINDSIGHT_SCREEN_NEARNESS" => Some("off".into()),
         _ => None,
     })
     .expect("valid configuration");
+    EmbedStage::new(embedder, &config)
+}
+
+/// One delivery per text, in order.
+fn deliveries<T: AsRef<str>>(contents: &[T]) -> Vec<Delivery<hindsight_core::fact::Fact>> {
+    contents
+        .iter()
+        .enumerate()
+        .map(|(i, c)| delivery(i, c.as_ref()))
+        .collect()
+}
+
+#[tokio::test]
+async fn micro_batches_run_side_by_side_and_each_fact_gets_its_own_vector() {
     let embedder = Slow::new();
-    let stage = EmbedStage::new(embedder.clone(), &config);
+    let stage = stage(embedder.clone(), 4, 3);
     // Lengths out of order, so that sorting by length reorders them.
     let contents: Vec<String> = (0..38)
         .map(|i| format!("fact {i} {}", "x".repeat((i * 7) % 23)))
         .collect();
-    let batch: Vec<_> = contents
-        .iter()
-        .enumerate()
-        .map(|(i, c)| delivery(i, c))
-        .collect();
+    let batch = deliveries(&contents);
 
     let outcomes = stage.handle(&batch).await;
 
@@ -130,21 +140,9 @@ async fn micro_batches_run_side_by_side_and_each_fact_gets_its_own_vector() {
 
 #[tokio::test]
 async fn a_failed_micro_batch_retries_its_own_facts_only() {
-    let config = Config::from_lookup(|k| match k {
-        "HINDSIGHT_EMBED_BATCH" => Some("2".into()),
-        "HINDSIGHT_EMBED_PARALLEL" => Some("2".into()),
-        "HINDSIGHT_SCREEN_NEARNESS" => Some("off".into()),
-        _ => None,
-    })
-    .expect("valid configuration");
-    let stage = EmbedStage::new(Slow::new(), &config);
+    let stage = stage(Slow::new(), 2, 2);
     // Sorted by length: [a, bb], [unembeddable, dddddddddddddd].
-    let contents = ["dddddddddddddd", "a", "unembeddable", "bb"];
-    let batch: Vec<_> = contents
-        .iter()
-        .enumerate()
-        .map(|(i, c)| delivery(i, c))
-        .collect();
+    let batch = deliveries(&["dddddddddddddd", "a", "unembeddable", "bb"]);
 
     let outcomes = stage.handle(&batch).await;
 
