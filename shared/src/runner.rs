@@ -192,10 +192,8 @@ impl<S: Stage> Runner<S> {
                         }
                     },
                     async {
-                        match self.next_batch(&mut messages, &shutdown).await {
-                            Ok(batch) => Ok(self.process(batch).await),
-                            Err(none) => Err(none),
-                        }
+                        let batch = self.next_batch(&mut messages, &shutdown).await?;
+                        Ok::<_, NoBatch>(self.process(batch).await)
                     },
                 );
                 match next {

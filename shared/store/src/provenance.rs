@@ -65,7 +65,11 @@ impl Provenance {
             .await?;
         }
         if !self.events.is_empty() {
-            let e = &self.events;
+            let (memories, (events, details)): (Vec<Uuid>, (Vec<&str>, Vec<Value>)) = self
+                .events
+                .into_iter()
+                .map(|(memory, event, detail)| (memory, (event, detail)))
+                .unzip();
             sqlx::query(
                 "INSERT INTO memory_events (memory_id, tenant, user_id, event, actor, detail)
                  SELECT memory_id, $4, $5, event, $6, detail
@@ -73,9 +77,9 @@ impl Provenance {
                       WITH ORDINALITY AS e(memory_id, event, detail, n)
                  ORDER BY n",
             )
-            .bind(e.iter().map(|r| r.0).collect::<Vec<_>>())
-            .bind(e.iter().map(|r| r.1).collect::<Vec<_>>())
-            .bind(e.iter().map(|r| r.2.clone()).collect::<Vec<_>>())
+            .bind(memories)
+            .bind(events)
+            .bind(details)
             .bind(&self.tenant)
             .bind(&self.user_id)
             .bind(self.actor)
